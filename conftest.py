@@ -1,0 +1,23 @@
+"""Suite-wide settings: dev-mode log invariants on, and a throwaway HARNESS_HOME per test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Set before any test imports harness code, and inherited by every subprocess a test starts.
+os.environ["HARNESS_DEV"] = "1"
+for variable in ("HARNESS_LOAD_PLUGINS", "HARNESS_DISABLE_PLUGINS", "HARNESS_STRICT_PLUGINS"):
+    os.environ.pop(variable, None)
+
+
+@pytest.fixture(autouse=True)
+def harness_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own HARNESS_HOME and never reads the developer's config."""
+    home = tmp_path / "harness-home"
+    monkeypatch.setenv("HARNESS_HOME", str(home))
+    monkeypatch.delenv("HARNESS_CONFIG", raising=False)
+    monkeypatch.delenv("HARNESS_MODEL", raising=False)
+    return home

@@ -1,0 +1,92 @@
+"""The on-disk envelope: one JSON object per line, `{"seq", "type", "ts", "data"}` + `"turn"`.
+
+Encoding writes the keys in that order so a reader scanning backwards can see an event's type
+from the first bytes of its line without parsing the payload (see `_tail.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["EnvelopeError", "Event", "decode_line", "encode_event", "now_ts"]
+
+
+class Event:
+    """One envelope as it is on disk. `data` is the payload as plain JSON values."""
+
+    __slots__ = ("data", "seq", "ts", "turn", "type")
+
+    def __init__(
+        self, seq: int, type: str, ts: str, data: dict[str, Any], turn: int | None = None
+    ) -> None:
+        self.seq = seq
+        self.type = type
+        self.ts = ts
+        self.data = data
+        self.turn = turn
+
+    def to_json(self) -> dict[str, Any]:
+        envelope: dict[str, Any] = {
+            "seq": self.seq,
+            "type": self.type,
+            "ts": self.ts,
+            "data": self.data,
+        }
+        if self.turn is not None:
+            envelope["turn"] = self.turn
+        return envelope
+
+    def __repr__(self) -> str:
+        return f"Event(seq={self.seq}, type={self.type!r}, turn={self.turn})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class EnvelopeError(ValueError):
+    """A line that is valid JSON (or not) but is not a well-formed envelope."""
+
+
+def now_ts() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def encode_event(event: Event) -> bytes:
+    """The event's line, newline included. orjson never emits a raw newline inside a line."""
+    return orjson.dumps(event.to_json()) + b"\n"
+
+
+def decode_line(line: bytes) -> Event:
+    """Parse one line (without its newline) into an Event, or raise EnvelopeError."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise EnvelopeError(f"not JSON: {exc}") from None
+    return envelope_from_json(obj)
+
+
+def envelope_from_json(obj: Any) -> Event:
+    if type(obj) is not dict:
+        raise EnvelopeError("not a JSON object")
+    seq = obj.get("seq")
+    kind = obj.get("type")
+    ts = obj.get("ts")
+    data = obj.get("data")
+    turn = obj.get("turn")
+    if type(seq) is not int or seq < 0:
+        raise EnvelopeError("'seq' is not a non-negative integer")
+    if type(kind) is not str or type(ts) is not str or type(data) is not dict:
+        raise EnvelopeError("'type' and 'ts' must be strings and 'data' an object")
+    if turn is not None and type(turn) is not int:
+        raise EnvelopeError("'turn' is not an integer")
+    return Event(seq, kind, ts, data, turn)
+
+
+# Matches the first bytes of a line this module wrote: `{"seq":12,"type":"todo/write"`.
+TYPE_PREFIX: Final = re.compile(rb'\{"seq":(\d+),"type":"((?:[^"\\]|\\.)*)"')

@@ -1,0 +1,119 @@
+"""The model's message history as a projection of the log's surface events.
+
+`MessageProjection.apply` folds one event in O(1), so the loop never re-derives the whole
+history on a step; `derive_messages` is the same fold over a fresh replay and is what the
+incremental form is checked against.
+
+The fold also repairs what a crash can leave behind, so a provider never receives a broken
+history: a tool call with no result gets a synthetic "interrupted" result adjacent to its
+assistant message, and a result that answers no open call (a duplicate, or one for an older
+assistant message) is dropped. Both are recorded in `problems`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable
+from typing import Any, Final
+
+from ._envelope import Event
+from ._events import CORE_EVENT_TYPES
+
+__all__ = ["INTERRUPTED_TEXT", "MessageProjection", "derive_messages"]
+
+INTERRUPTED_TEXT: Final = "Error: the tool call was interrupted before it returned a result."
+
+_CORE_SURFACE: Final = frozenset(t.name for t in CORE_EVENT_TYPES if t.surface)
+
+Message = dict[str, Any]
+
+
+class MessageProjection:
+    """Incrementally folded OpenAI-style chat messages."""
+
+    __slots__ = ("_pending", "_surface", "messages", "problems")
+
+    def __init__(self, surface_types: Container[str] = _CORE_SURFACE) -> None:
+        self._surface = surface_types
+        self.messages: list[Message] = []
+        # Calls of the latest assistant message still waiting for a result, in call order.
+        self._pending: dict[str, str] = {}
+        self.problems: list[str] = []
+
+    @property
+    def pending_calls(self) -> dict[str, str]:
+        """call id -> tool name for calls of the latest assistant message without a result."""
+        return dict(self._pending)
+
+    def apply(self, event: Event) -> None:
+        kind = event.type
+        if kind not in self._surface:
+            return
+        data = event.data
+        try:
+            if kind == "tool/result":
+                self._apply_result(event.seq, data)
+            elif kind == "message/assistant":
+                self._close_pending()
+                self._apply_assistant(data)
+            elif kind == "message/user":
+                self._close_pending()
+                self.messages.append({"role": "user", "content": str(data["text"])})
+            elif kind == "session/start":
+                prompt = data.get("system_prompt")
+                if prompt:
+                    self.messages.append({"role": "system", "content": prompt})
+        except (KeyError, TypeError, AttributeError) as exc:
+            self.problems.append(f"seq {event.seq}: malformed {kind} payload skipped ({exc!r})")
+
+    def apply_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.apply(event)
+
+    def request_messages(self) -> list[Message]:
+        """What the model would be sent next: the history with every open call answered."""
+        if not self._pending:
+            return self.messages
+        return self.messages + [_interrupted(call_id) for call_id in self._pending]
+
+    def _apply_assistant(self, data: dict[str, Any]) -> None:
+        message: Message = {"role": "assistant", "content": data.get("text") or ""}
+        calls = data.get("tool_calls") or ()
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]},
+                }
+                for call in calls
+            ]
+            self._pending = {call["id"]: call["name"] for call in calls}
+        reasoning = data.get("reasoning_content")
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
+        self.messages.append(message)
+
+    def _apply_result(self, seq: int, data: dict[str, Any]) -> None:
+        call_id = data["call_id"]
+        if self._pending.pop(call_id, None) is None:
+            self.problems.append(f"seq {seq}: result for {call_id!r} answers no open call; dropped")
+            return
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": data["text"]})
+
+    def _close_pending(self) -> None:
+        if self._pending:
+            self.messages.extend(_interrupted(call_id) for call_id in self._pending)
+            self._pending = {}
+
+
+def _interrupted(call_id: str) -> Message:
+    return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_TEXT}
+
+
+def derive_messages(
+    events: Iterable[Event], surface_types: Container[str] = _CORE_SURFACE
+) -> list[Message]:
+    """The message history a fresh replay of `events` produces (surface events only)."""
+    projection = MessageProjection(surface_types)
+    projection.apply_all(events)
+    return projection.request_messages()

@@ -1,0 +1,17 @@
+"""Models the loop can drive: the interface, the strict scripted model, OpenAI-compatible APIs.
+
+`openai` is imported only when an OpenAI-compatible model is built (startup time).
+"""
+
+from ._base import DeltaSink, Model, ModelError, ModelResponse, ResponseToolCall
+from .scripted import ScriptedModel, ScriptError
+
+__all__ = [
+    "DeltaSink",
+    "Model",
+    "ModelError",
+    "ModelResponse",
+    "ResponseToolCall",
+    "ScriptError",
+    "ScriptedModel",
+]

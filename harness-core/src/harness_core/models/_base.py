@@ -1,0 +1,49 @@
+"""The model interface the loop drives: one `respond` per step, streaming text as it comes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = ["DeltaSink", "Model", "ModelError", "ModelResponse", "ResponseToolCall"]
+
+# Streaming callback: ("text" | "reasoning", chunk). Hosts render it; nothing is logged until
+# the whole response arrives as one message/assistant event.
+DeltaSink = Callable[[Literal["text", "reasoning"], str], None]
+
+
+class ModelError(RuntimeError):
+    """The model could not answer (after retries). The turn ends as `error` with this text."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseToolCall:
+    id: str
+    name: str
+    arguments: str  # raw, exactly as the model sent it
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    text: str | None = None
+    tool_calls: tuple[ResponseToolCall, ...] = ()
+    reasoning_content: str | None = None
+    model: str | None = None
+    usage: dict[str, int] | None = field(default=None)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can answer a chat request with text and tool calls."""
+
+    name: str
+
+    async def respond(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_delta: DeltaSink | None = None,
+    ) -> ModelResponse:
+        """One model response for `messages`; raise ModelError when it cannot."""
+        ...

@@ -1,0 +1,77 @@
+"""Phase one of loading: read entry-point metadata without importing anything, then filter."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["GROUP", "Candidate", "discover", "select"]
+
+GROUP: Final = "harness.plugins"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One `harness.plugins` entry point, as metadata."""
+
+    name: str
+    value: str
+    dist: str
+    version: str
+    entry_point: md.EntryPoint
+
+    def matches(self, wanted: set[str]) -> bool:
+        return self.name in wanted or _normalize(self.dist) in wanted
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def discover(group: str = GROUP) -> list[Candidate]:
+    """Every entry point of the group, sorted by (name, dist) for a deterministic load order."""
+    found = []
+    for ep in md.entry_points(group=group):
+        dist = ep.dist
+        found.append(
+            Candidate(
+                name=ep.name,
+                value=ep.value,
+                dist=dist.metadata["Name"] if dist is not None else "(unknown)",
+                version=dist.version if dist is not None else "?",
+                entry_point=ep,
+            )
+        )
+    return sorted(found, key=lambda c: (c.name, c.dist))
+
+
+def _names(raw: str | None) -> set[str] | None:
+    if raw is None:
+        return None
+    # Entry-point names are matched as written, distribution names normalized (PEP 503).
+    names = {n.strip() for n in raw.split(",") if n.strip()}
+    return names | {_normalize(n) for n in names}
+
+
+def select(
+    candidates: Iterable[Candidate], env: Mapping[str, str]
+) -> tuple[list[Candidate], list[tuple[Candidate, str]]]:
+    """Apply HARNESS_LOAD_PLUGINS (allow list) and HARNESS_DISABLE_PLUGINS (deny list).
+
+    Returns the candidates to load and the disabled ones with the reason.
+    """
+    allow = _names(env.get("HARNESS_LOAD_PLUGINS"))
+    deny = _names(env.get("HARNESS_DISABLE_PLUGINS")) or set()
+    chosen: list[Candidate] = []
+    disabled: list[tuple[Candidate, str]] = []
+    for candidate in candidates:
+        if candidate.matches(deny):
+            disabled.append((candidate, "listed in HARNESS_DISABLE_PLUGINS"))
+        elif allow is not None and not candidate.matches(allow):
+            disabled.append((candidate, "not listed in HARNESS_LOAD_PLUGINS"))
+        else:
+            chosen.append(candidate)
+    return chosen, disabled

@@ -1,0 +1,1 @@
+"""Test support for harness and for plugin authors (the `harness` pytest plugin)."""

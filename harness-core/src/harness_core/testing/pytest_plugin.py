@@ -1,0 +1,94 @@
+"""pytest fixtures for plugin authors, registered through the `pytest11` entry point.
+
+    def test_my_tool(plugin_host, register_plugin):
+        register_plugin(my_plugin_module)
+        assert "my_tool" in plugin_host.tools.names()
+
+`plugin_host` is a fresh host with the built-ins but no entry-point autoload;
+`fake_distribution` installs a throwaway distribution (real metadata on sys.path) so the real
+entry-point loader discovers it; `register_plugin` loads a plugin for one test only.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness_core.plugins import PluginHost, PluginRecord
+
+FakeDistribution = Callable[..., Path]
+RegisterPlugin = Callable[..., "PluginRecord"]
+
+
+@pytest.fixture
+def plugin_host(tmp_path: Path) -> PluginHost:
+    """A fresh plugin host: built-ins registered, no entry points loaded, empty config."""
+    from harness_core.config import Config
+    from harness_core.plugins import PluginHost
+
+    return PluginHost(Config({}, env={}))
+
+
+@pytest.fixture
+def fake_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeDistribution]:
+    """Install a distribution for one test: modules plus `harness.plugins` entry points.
+
+    `fake_distribution("my-plugin", {"todo2": "my_plugin"}, {"my_plugin.py": "..."})` writes
+    the modules and a `.dist-info` beside them and puts the folder on sys.path, so
+    `importlib.metadata` (and the loader) see a really installed distribution.
+    """
+    import importlib
+    import sys
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = set(sys.modules)
+
+    def install(
+        dist: str,
+        entry_points: Mapping[str, str],
+        files: Mapping[str, str],
+        *,
+        version: str = "1.0.0",
+        group: str = "harness.plugins",
+    ) -> Path:
+        for relative, source in files.items():
+            target = site / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(textwrap.dedent(source), encoding="utf-8")
+        info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+        lines = [f"[{group}]", *(f"{k} = {v}" for k, v in entry_points.items())]
+        (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+        importlib.invalidate_caches()
+        return info
+
+    yield install
+    for module in set(sys.modules) - before:
+        del sys.modules[module]
+
+
+@pytest.fixture
+def register_plugin(plugin_host: PluginHost) -> Iterator[RegisterPlugin]:
+    """Load a plugin module or object into `plugin_host` for the duration of one test."""
+    names: list[str] = []
+
+    def register(plugin: object, **kwargs: str) -> PluginRecord:
+        record = plugin_host.add(plugin, **kwargs)
+        if record.status == "loaded":
+            names.append(record.name)
+        return record
+
+    yield register
+    for name in names:
+        if name in plugin_host.records and plugin_host.records[name].status == "loaded":
+            plugin_host.unload(name)

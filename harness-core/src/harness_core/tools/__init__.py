@@ -1,0 +1,17 @@
+"""Tools: the base class, strict schemas, and the registry every call goes through."""
+
+from ._registry import Disposer, RegisteredTool, ToolNameConflict, ToolRegistry
+from ._schema import SchemaError, strict_schema
+from ._tool import ExecContext, Tool, ToolResult
+
+__all__ = [
+    "Disposer",
+    "ExecContext",
+    "RegisteredTool",
+    "SchemaError",
+    "Tool",
+    "ToolNameConflict",
+    "ToolRegistry",
+    "ToolResult",
+    "strict_schema",
+]

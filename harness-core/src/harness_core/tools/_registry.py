@@ -1,0 +1,125 @@
+"""The host's tool registry (`ctx.tools`) and the single path every tool call takes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from ._schema import strict_schema
+from ._tool import ExecContext, Tool, ToolResult
+
+__all__ = ["Disposer", "RegisteredTool", "ToolNameConflict", "ToolRegistry"]
+
+logger = logging.getLogger("harness.tools")
+
+Disposer = Callable[[], None]
+
+
+class ToolNameConflict(ValueError):
+    """Two providers registered a tool of the same name."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredTool:
+    tool: Tool[Any]
+    provider: str
+    schema: dict[str, Any]
+
+
+class ToolRegistry:
+    """Tools by name, each remembering which plugin provided it."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, RegisteredTool] = {}
+
+    def register(self, tool: Tool[Any], *, provider: str) -> Disposer:
+        """Add `tool`; the returned disposer removes exactly this registration."""
+        existing = self._tools.get(tool.name)
+        if existing is not None:
+            raise ToolNameConflict(
+                f"tool {tool.name!r} from {provider!r} collides with the one from "
+                f"{existing.provider!r}; disable one of the plugins (HARNESS_DISABLE_PLUGINS)"
+            )
+        entry = RegisteredTool(tool, provider, strict_schema(tool.arguments))
+        self._tools[tool.name] = entry
+
+        def dispose() -> None:
+            # Only remove our own entry: after a reload, the name may belong to a newer one.
+            if self._tools.get(tool.name) is entry:
+                del self._tools[tool.name]
+
+        return dispose
+
+    def get(self, name: str) -> Tool[Any] | None:
+        entry = self._tools.get(name)
+        return entry.tool if entry is not None else None
+
+    def provider(self, name: str) -> str | None:
+        entry = self._tools.get(name)
+        return entry.provider if entry is not None else None
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The `tools` parameter of a chat completion request, in name order."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": self._tools[name].tool.description,
+                    "parameters": self._tools[name].schema,
+                    "strict": True,
+                },
+            }
+            for name in self.names()
+        ]
+
+    def parse(self, name: str, raw_arguments: str) -> tuple[Tool[Any], BaseModel] | ToolResult:
+        """The tool and its validated arguments, or the error result the model should see."""
+        tool = self.get(name)
+        if tool is None:
+            available = ", ".join(self.names()) or "none"
+            return ToolResult(
+                f'Error: unknown tool "{name}". Available tools: {available}.', is_error=True
+            )
+        try:
+            value = orjson.loads(raw_arguments) if raw_arguments.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            return ToolResult(
+                f"Error: the arguments for {name} are not valid JSON ({exc}). "
+                "Send one JSON object that matches the tool's schema.",
+                is_error=True,
+            )
+        try:
+            return tool, tool.arguments.model_validate(value)
+        except ValidationError as exc:
+            return ToolResult(f"Error: invalid arguments for {name}: {_describe(exc)}", True)
+
+    async def execute(self, name: str, raw_arguments: str, exec_ctx: ExecContext) -> ToolResult:
+        """Parse, validate and run one call. Every failure becomes an error result."""
+        parsed = self.parse(name, raw_arguments)
+        if isinstance(parsed, ToolResult):
+            return parsed
+        tool, args = parsed
+        try:
+            return await tool.execute(args, exec_ctx)
+        except Exception as exc:
+            logger.exception("tool %s (from %s) raised", name, self.provider(name))
+            return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True)
+
+
+def _describe(exc: ValidationError) -> str:
+    """pydantic errors as `path: message` pairs the model can act on."""
+    parts = []
+    for error in exc.errors(include_url=False)[:5]:
+        path = ".".join(str(p) for p in error["loc"]) or "(the arguments object)"
+        parts.append(f"{path}: {error['msg']}")
+    more = len(exc.errors()) - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

@@ -1,0 +1,57 @@
+"""What a tool is: a name, a description, a pydantic argument model and an async execute."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from ..loop import Agent
+
+__all__ = ["ExecContext", "Tool", "ToolResult"]
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a call returns: the text the model reads, and optional structured data for hosts."""
+
+    text: str
+    is_error: bool = False
+    data: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecContext:
+    """Who is calling: the agent (with its session), or None for a call from outside a loop."""
+
+    agent: Agent | None = None
+    call_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """A model-callable tool. Subclasses set the class attributes and implement `execute`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    arguments: ClassVar[type[BaseModel]]
+    # An exclusive tool never runs beside another call of the same assistant message: its
+    # calls run alone, in call order (todo_write is one: the later list must win).
+    exclusive: ClassVar[bool] = False
+
+    @abstractmethod
+    async def execute(self, args: ArgsT, ctx: ExecContext) -> ToolResult:
+        """Run the call. Raise for unexpected failures; the registry reports them."""
+
+    def present_call(self, args: ArgsT) -> str:
+        """One short line describing the call, for hosts."""
+        return self.name
+
+    def present_result(self, result: ToolResult) -> str | None:
+        """A compact rendering of the result for hosts; None to show nothing extra."""
+        return None
