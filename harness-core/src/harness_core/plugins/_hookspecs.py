@@ -1,7 +1,8 @@
 """Hook specifications: everything a plugin can do to harness.
 
-Each spec names its mode in its docstring's first line; `scripts/gen_hook_catalog.py` builds
-docs/hook-catalog.md from these docstrings, and CI fails when the catalog is stale.
+Each spec has a docstring and a mode (broadcast, firstresult or historic, set on its marker);
+`scripts/gen_hook_catalog.py` builds docs/hook-catalog.md from them, and CI fails when the
+catalog is stale.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ hookimpl: Final = pluggy.HookimplMarker(PROJECT)
 
 @hookspec(historic=True)
 def harness_event_types() -> Sequence[EventType]:
-    """historic: declare the session event types this plugin appends.
+    """Declare the session event types this plugin appends.
 
     Return `EventType(name, payload_model, surface)` declarations. The call is historic, so a
     plugin loaded late (or reloaded) still has its types declared. A plugin's own types should
@@ -37,7 +38,7 @@ def harness_event_types() -> Sequence[EventType]:
 
 @hookspec
 def harness_register_tools(ctx: PluginContext) -> None:
-    """broadcast: register this plugin's tools with `ctx.tools.register(tool)`.
+    """Register this plugin's tools with `ctx.tools.register(tool)`.
 
     Called once for each plugin as it loads, with that plugin's own context: the services it
     named in `inject` and its configuration section. Registrations are disposed when the
@@ -47,7 +48,7 @@ def harness_register_tools(ctx: PluginContext) -> None:
 
 @hookspec
 def harness_event_appended(session: SessionLog, event: Event) -> None:
-    """broadcast: observe every event appended to a session this process writes.
+    """Observe every event appended to a session this process writes.
 
     Observers are isolated: an exception is reported with the plugin's name and neither stops
     the other observers nor the turn. Do not append from here; observers see, never steer.
@@ -56,7 +57,7 @@ def harness_event_appended(session: SessionLog, event: Event) -> None:
 
 @hookspec(firstresult=True)
 def harness_model(spec: str, options: dict[str, Any]) -> Model | None:
-    """firstresult: build the model for a `--model` SPEC such as `ollama:llama3`.
+    """Build the model for a `--model` SPEC such as `ollama:llama3`.
 
     Return a Model for a spec this plugin understands, or None to let the next plugin try;
     the first non-None answer wins. The built-in `scripted:`, `openai:` and `deepseek:`

@@ -1,0 +1,51 @@
+"""Meta-tests: every hook is documented, catalogued and tested."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_DIRS = [ROOT / "tests", ROOT / "harness-core" / "tests", *ROOT.glob("plugins/*/tests")]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "gen_hook_catalog", ROOT / "scripts" / "gen_hook_catalog.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_hook_has_a_docstring_and_a_mode(catalog: ModuleType) -> None:
+    """No spec ships undocumented."""
+    specs = catalog.hook_specs()
+    assert len(specs) >= 3
+    for spec in specs:
+        assert spec.__doc__ and len(spec.__doc__.strip()) > 40, spec.__name__
+        assert catalog.mode(spec) in ("broadcast", "firstresult", "historic")
+
+
+def test_catalog_is_current(catalog: ModuleType) -> None:
+    """docs/hook-catalog.md equals what the generator writes today."""
+    assert (ROOT / "docs" / "hook-catalog.md").read_text(encoding="utf-8") == catalog.render()
+
+
+def test_every_hook_is_exercised_by_a_test(catalog: ModuleType) -> None:
+    """Each hook name appears in some test module besides this one."""
+    sources = "\n".join(
+        path.read_text(encoding="utf-8")
+        for directory in TEST_DIRS
+        for path in directory.rglob("test_*.py")
+        if path.name != Path(__file__).name
+    )
+    untested = [spec.__name__ for spec in catalog.hook_specs() if spec.__name__ not in sources]
+    assert untested == [], f"hooks without a test: {untested}"

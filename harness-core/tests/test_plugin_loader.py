@@ -1,0 +1,271 @@
+"""The entry-point loader: discovery, filtering, and one transaction per plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness_core.plugins import PluginHost, PluginLoadError, PluginRecord
+from harness_core.testing.pytest_plugin import FakeDistribution
+
+GOOD = """
+from harness_core.plugins import hookimpl
+from harness_core.tools import Tool, ToolResult
+from pydantic import BaseModel, ConfigDict
+
+name = "{name}"
+inject = ("tools",)
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+
+class Echo(Tool[Args]):
+    name = "{tool}"
+    description = "Echo the text."
+    arguments = Args
+
+    async def execute(self, args, ctx):
+        return ToolResult(args.text)
+
+@hookimpl
+def harness_register_tools(ctx):
+    ctx.tools.register(Echo())
+"""
+
+
+def good_plugin(name: str, tool: str) -> str:
+    return GOOD.format(name=name, tool=tool)
+
+
+def load(host: PluginHost, **env: str) -> dict[str, PluginRecord]:
+    records = host.load_entry_points(env=env)
+    return {record.name: record for record in records}
+
+
+def test_installed_todo_plugin_loads_through_its_entry_point(plugin_host: PluginHost) -> None:
+    """The workspace's harness-tool-todo is discovered from real metadata and loads."""
+    records = load(plugin_host)
+    todo = records["todo"]
+    assert (todo.status, todo.dist, todo.entry_point) == (
+        "loaded",
+        "harness-tool-todo",
+        "harness_tool_todo",
+    )
+    assert todo.tools == ["todo_write"]
+    assert "harness_register_tools" in todo.hooks
+    assert plugin_host.tools.provider("todo_write") == "todo"
+
+
+def test_good_fake_distribution_loads_with_its_metadata(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A pip-style distribution's name, version and entry point are recorded."""
+    fake_distribution(
+        "echo-plugin",
+        {"echo": "echo_plugin"},
+        {"echo_plugin.py": good_plugin("echo", "echo")},
+        version="2.3.4",
+    )
+    record = load(plugin_host)["echo"]
+    assert (record.status, record.dist, record.version, record.entry_point) == (
+        "loaded",
+        "echo-plugin",
+        "2.3.4",
+        "echo_plugin",
+    )
+    assert record.tools == ["echo"] and record.load_ms >= 0
+
+
+REJECTIONS: dict[str, tuple[str, str, str]] = {
+    "import_error": ("import broken_dep_xyz\n", "import failed: ModuleNotFoundError", "reinstall"),
+    "stray_default": (
+        good_plugin("stray_default", "t1") + "\ndefault = object()\n",
+        "exports both namespace plugin exports",
+        "remove the stray `default`",
+    ),
+    "typo_hook": (
+        "from harness_core.plugins import hookimpl\nname = 'typo_hook'\n"
+        "@hookimpl\ndef harness_regster_tools(ctx):\n    pass\n",
+        "harness_regster_tools is not a known hook",
+        "did you mean harness_register_tools?",
+    ),
+    "unmarked_hook": (
+        "name = 'unmarked_hook'\ndef harness_register_tools(ctx):\n    pass\n",
+        "not marked as a hook implementation",
+        "@harness_core.hookimpl",
+    ),
+    "bad_signature": (
+        "from harness_core.plugins import hookimpl\nname = 'bad_signature'\n"
+        "@hookimpl\ndef harness_register_tools(ctx, registry):\n    pass\n",
+        "hook signature mismatch",
+        "subset of the spec's",
+    ),
+    "missing_service": (
+        "from harness_core.plugins import hookimpl\nname = 'missing_service'\n"
+        "inject = ('tools', 'database')\n",
+        "needs host service(s) database",
+        "remove the service",
+    ),
+    "no_name": ("x = 1\n", "has no `name`", "export `name"),
+    "raises_on_register": (
+        "from harness_core.plugins import hookimpl\nname = 'raises_on_register'\n"
+        "@hookimpl\ndef harness_register_tools(ctx):\n    raise RuntimeError('boom')\n",
+        "harness_register_tools raised RuntimeError: boom",
+        "fix the plugin's tool registration",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REJECTIONS))
+def test_each_broken_plugin_is_rejected_and_reported_while_others_load(
+    case: str, plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A broken plugin is rejected with reason and fix; a good one beside it still loads."""
+    source, reason, fix = REJECTIONS[case]
+    module = f"bad_{case}"
+    fake_distribution(f"bad-{case}", {case: module}, {f"{module}.py": source}, version="0.0.1")
+    fake_distribution(
+        "good-plugin", {"good": "good_plugin"}, {"good_plugin.py": good_plugin("good", "good_tool")}
+    )
+    records = load(plugin_host)
+    bad = records[case]
+    assert bad.status == "rejected"
+    assert reason in (bad.reason or "") and fix in (bad.fix or "")
+    assert f"bad-{case} 0.0.1" in bad.describe() and module in bad.describe()
+    assert records["good"].status == "loaded" and records["todo"].status == "loaded"
+    assert plugin_host.tools.names() == ["bash", "good_tool", "subagent", "todo_write"]
+    assert case not in plugin_host.pm.list_name_plugin() or not plugin_host.pm.has_plugin(case)
+
+
+def test_stray_default_error_names_module_and_both_exports(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """The ambiguity error says which module and which exports collide (postmortem 0001)."""
+    source = good_plugin("ambiguous", "amb") + "\ndefault = object()\n"
+    fake_distribution(
+        "ambiguous-dist", {"ambiguous": "ambiguous_mod"}, {"ambiguous_mod.py": source}
+    )
+    record = load(plugin_host)["ambiguous"]
+    assert "module ambiguous_mod" in (record.reason or "")
+    assert "inject" in (record.reason or "") and "name" in (record.reason or "")
+    assert "`default`" in (record.reason or "") and "ambiguous-dist" in record.describe()
+    assert plugin_host.tools.get("amb") is None
+
+
+def test_default_object_plugin_is_accepted(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A module that exports only `default` is unwrapped to that object plugin."""
+    source = (
+        "from harness_core.plugins import hookimpl\n"
+        "class Plugin:\n    name = 'objplug'\n    inject = ()\n"
+        "    @hookimpl\n    def harness_event_appended(self, session, event):\n        pass\n"
+        "default = Plugin()\n"
+    )
+    fake_distribution("obj-plugin", {"objplug": "obj_plugin"}, {"obj_plugin.py": source})
+    record = load(plugin_host)["objplug"]
+    assert record.status == "loaded" and record.hooks == ["harness_event_appended"]
+
+
+def test_rejected_plugin_leaves_no_tool_or_hook_behind(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A plugin that registered a tool and then failed is fully rolled back."""
+    source = good_plugin("half", "half_tool").replace(
+        "    ctx.tools.register(Echo())",
+        "    ctx.tools.register(Echo())\n    raise ValueError('late')",
+    )
+    fake_distribution("half-plugin", {"half": "half_plugin"}, {"half_plugin.py": source})
+    assert load(plugin_host)["half"].status == "rejected"
+    assert plugin_host.tools.get("half_tool") is None
+    assert not plugin_host.pm.has_plugin("half")
+
+
+def test_tool_name_collision_names_both_providers(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A second plugin registering `bash` is rejected, naming both providers."""
+    fake_distribution(
+        "clash-plugin", {"clash": "clash_plugin"}, {"clash_plugin.py": good_plugin("clash", "bash")}
+    )
+    record = load(plugin_host)["clash"]
+    assert record.status == "rejected"
+    assert "'bash' from 'clash'" in (record.reason or "") and "'builtins'" in (record.reason or "")
+
+
+def test_duplicate_plugin_name_from_two_distributions(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """Two distributions claiming one plugin name: the first (sorted) loads, the second is rejected."""
+    fake_distribution("aaa-dist", {"same": "same_a"}, {"same_a.py": good_plugin("same", "tool_a")})
+    fake_distribution("zzz-dist", {"same": "same_z"}, {"same_z.py": good_plugin("same", "tool_z")})
+    records = plugin_host.load_entry_points(env={})
+    same = [r for r in records if r.name == "same"]
+    assert [(r.dist, r.status) for r in same] == [("aaa-dist", "loaded"), ("zzz-dist", "rejected")]
+    assert "already taken by aaa-dist" in (same[1].reason or "")
+
+
+def test_allow_and_deny_lists_filter_before_import(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """Disabled plugins are never imported: a broken one that is disabled causes no error."""
+    fake_distribution(
+        "broken-dist",
+        {"broken": "broken_mod"},
+        {"broken_mod.py": "raise SystemError('imported!')\n"},
+    )
+    records = load(plugin_host, HARNESS_DISABLE_PLUGINS="broken")
+    assert records["broken"].status == "disabled"
+    assert records["broken"].reason == "listed in HARNESS_DISABLE_PLUGINS"
+    allow = load(PluginHost(plugin_host.config), HARNESS_LOAD_PLUGINS="harness-tool-todo")
+    assert allow["todo"].status == "loaded" and allow["broken"].status == "disabled"
+    assert allow["broken"].reason == "not listed in HARNESS_LOAD_PLUGINS"
+
+
+def test_load_order_is_sorted_and_deterministic(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """Plugins load sorted by entry-point name whatever the sys.path order."""
+    for name in ("zeta", "alpha", "mid"):
+        fake_distribution(
+            f"{name}-dist",
+            {name: f"{name}_mod"},
+            {f"{name}_mod.py": good_plugin(name, f"{name}_tool")},
+        )
+    names = [r.name for r in plugin_host.load_entry_points(env={})]
+    assert names == sorted(names) and {"alpha", "mid", "zeta", "todo"} <= set(names)
+
+
+def test_strict_mode_turns_a_rejection_into_an_error(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """HARNESS_STRICT_PLUGINS=1 raises, naming the rejected plugin and why."""
+    fake_distribution("bad-dist", {"bad": "bad_mod"}, {"bad_mod.py": "import nope_nope\n"})
+    with pytest.raises(
+        PluginLoadError,
+        match=r"bad \(bad-dist 1.0.0, entry point bad_mod\): rejected: import failed",
+    ):
+        plugin_host.load_entry_points(env={"HARNESS_STRICT_PLUGINS": "1"})
+    assert load(PluginHost(plugin_host.config))["bad"].status == "rejected"
+
+
+def test_event_type_conflict_rejects_the_later_plugin(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A plugin loading after todo and declaring `todo/write` is rejected; todo keeps it."""
+    source = (
+        "from harness_core.plugins import hookimpl\n"
+        "from harness_core.log import EventType\n"
+        "from pydantic import BaseModel\n"
+        "name = 'zthief'\n"
+        "class P(BaseModel):\n    todos: list\n"
+        "@hookimpl\ndef harness_event_types():\n"
+        "    return [EventType('todo/write', P, surface=False)]\n"
+    )
+    fake_distribution("thief-dist", {"zthief": "thief_mod"}, {"thief_mod.py": source})
+    records: dict[str, Any] = load(plugin_host)
+    assert records["todo"].status == "loaded"
+    assert records["zthief"].status == "rejected"
+    assert "declared by both 'harness_tool_todo' and 'thief_mod'" in records["zthief"].reason
+    assert plugin_host.event_types.get("todo/write").owner == "harness_tool_todo"  # type: ignore[union-attr]

@@ -1,0 +1,144 @@
+"""The tool registry: registration, strict schemas, and the single execute path."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+from harness_core.tools import (
+    ExecContext,
+    SchemaError,
+    Tool,
+    ToolNameConflict,
+    ToolRegistry,
+    ToolResult,
+    strict_schema,
+)
+from pydantic import BaseModel, ConfigDict
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    state: Literal["open", "done"]
+
+
+class PlanArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: list[Step]
+    note: str
+
+
+class PlanTool(Tool[PlanArgs]):
+    name = "plan"
+    description = "Record a plan."
+    arguments = PlanArgs
+
+    async def execute(self, args: PlanArgs, ctx: ExecContext) -> ToolResult:
+        if args.note == "explode":
+            raise RuntimeError("kaboom")
+        return ToolResult(f"{len(args.steps)} steps", data={"note": args.note})
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(PlanTool(), provider="planner")
+    return registry
+
+
+def test_schema_is_strict_and_inlined() -> None:
+    """Every object forbids extra keys, lists all properties as required, and has no $ref."""
+    schema = strict_schema(PlanArgs)
+    step = schema["properties"]["steps"]["items"]
+    assert schema["additionalProperties"] is False and step["additionalProperties"] is False
+    assert schema["required"] == ["steps", "note"] and step["required"] == ["title", "state"]
+    assert "$ref" not in str(schema) and "title" not in schema
+
+
+def test_models_that_do_not_fit_strict_mode_are_refused() -> None:
+    """Defaults and open objects are caught when the tool is registered, not at the provider."""
+
+    class Loose(BaseModel):
+        text: str
+
+    class Defaulted(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        text: str = ""
+
+    with pytest.raises(SchemaError, match="forbid extra keys"):
+        strict_schema(Loose)
+    with pytest.raises(SchemaError, match=r"every property must be required; \['text'\]"):
+        strict_schema(Defaulted)
+
+
+def test_collision_names_both_providers_and_disposer_is_exact(registry: ToolRegistry) -> None:
+    """A duplicate name is refused; a disposer removes only its own registration."""
+    with pytest.raises(
+        ToolNameConflict, match="'plan' from 'other' collides with the one from 'planner'"
+    ):
+        registry.register(PlanTool(), provider="other")
+    registry2 = ToolRegistry()
+    dispose_old = registry2.register(PlanTool(), provider="a")
+    dispose_old()
+    newer = PlanTool()
+    registry2.register(newer, provider="b")
+    dispose_old()
+    assert registry2.get("plan") is newer
+
+
+def test_schemas_are_openai_function_tools(registry: ToolRegistry) -> None:
+    """`schemas()` is the `tools` parameter of a chat completion request."""
+    [tool] = registry.schemas()
+    assert tool["type"] == "function" and tool["function"]["strict"] is True
+    assert tool["function"]["name"] == "plan" and tool["function"]["parameters"]["type"] == "object"
+
+
+async def test_valid_call_runs(registry: ToolRegistry) -> None:
+    """Valid JSON arguments reach the tool, validated."""
+    args = '{"steps": [{"title": "a", "state": "open"}], "note": "n"}'
+    result = await registry.execute("plan", args, ExecContext())
+    assert result == ToolResult("1 steps", data={"note": "n"})
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "expected"),
+    [
+        ("nope", "{}", 'Error: unknown tool "nope". Available tools: plan.'),
+        ("plan", "{bad", "Error: the arguments for plan are not valid JSON ("),
+        (
+            "plan",
+            '{"steps": [{"title": "a", "state": "closed"}], "note": "n"}',
+            "Error: invalid arguments for plan: steps.0.state: Input should be 'open' or 'done'",
+        ),
+        (
+            "plan",
+            '{"steps": [], "note": "n", "x": 1}',
+            "Error: invalid arguments for plan: x: Extra inputs are not permitted",
+        ),
+        (
+            "plan",
+            "[1, 2]",
+            "Error: invalid arguments for plan: (the arguments object): Input should be",
+        ),
+        (
+            "plan",
+            "",
+            "Error: invalid arguments for plan: steps: Field required; note: Field required",
+        ),
+        ("plan", '{"steps": [], "note": "explode"}', "Error: plan failed: RuntimeError: kaboom"),
+    ],
+)
+async def test_every_failure_is_an_error_result_the_model_can_act_on(
+    registry: ToolRegistry, name: str, raw: str, expected: str
+) -> None:
+    """Unknown tool, bad JSON, schema errors with paths, and exceptions become error results."""
+    result = await registry.execute(name, raw, ExecContext())
+    assert result.is_error and result.text.startswith(expected)
+
+
+async def test_error_list_is_capped(registry: ToolRegistry) -> None:
+    """Many schema errors are summarised, not dumped."""
+    steps = ",".join('{"title": 1, "state": "x"}' for _ in range(4))
+    result = await registry.execute("plan", f'{{"steps": [{steps}], "note": 2}}', ExecContext())
+    assert result.is_error and result.text.endswith("; and 4 more")
