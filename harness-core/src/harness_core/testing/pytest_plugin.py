@@ -6,7 +6,8 @@
 
 `plugin_host` is a fresh host with the built-ins but no entry-point autoload;
 `fake_distribution` installs a throwaway distribution (real metadata on sys.path) so the real
-entry-point loader discovers it; `register_plugin` loads a plugin for one test only.
+entry-point loader discovers it; `register_plugin` loads a plugin for one test only;
+`openai_server` is a scripted OpenAI-compatible server on loopback for model tests.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 if TYPE_CHECKING:
     from harness_core.plugins import PluginHost, PluginRecord
+    from harness_core.testing.openai_server import OpenAIServer
 
 FakeDistribution = Callable[..., Path]
 RegisterPlugin = Callable[..., "PluginRecord"]
@@ -92,3 +94,18 @@ def register_plugin(plugin_host: PluginHost) -> Iterator[RegisterPlugin]:
     for name in names:
         if name in plugin_host.records and plugin_host.records[name].status == "loaded":
             plugin_host.unload(name)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A scripted OpenAI-compatible SSE server on loopback (`harness_core.testing.openai_server`).
+
+    Script replies with `openai_server.expect(reply(...), error_reply(429), ...)`, point a
+    model at `openai_server.base_url`, then assert on `openai_server.requests`. Strict: the
+    test fails at teardown if a request found no reply or a reply was never requested.
+    """
+    from harness_core.testing.openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        yield server
+        server.check()

@@ -1,0 +1,352 @@
+"""An OpenAI-compatible chat model on `openai.AsyncOpenAI`: OpenAI, DeepSeek, or any endpoint
+that speaks the chat-completions API.
+
+One `respond` is one streamed request. Text and reasoning deltas go to the host as they
+arrive; tool-call argument deltas are assembled by index; usage comes from the final chunk.
+
+Retries are ours, not the SDK's (the client is built with `max_retries=0`): we need a
+configurable backoff (tests run it in milliseconds), an attempt count for the error message,
+and one rule the SDK cannot know — a stream that breaks *after* output reached the host is not
+retried, because the host already showed part of an answer that a retry would contradict.
+
+This module imports the `openai` SDK; `harness_core.models` does not import this module, so
+the SDK loads only when a real model is built (`build_model`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import anyio
+import openai
+
+from ._base import DeltaSink, ModelError, ModelResponse, ResponseToolCall
+from ._presets import PRESETS
+
+__all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy"]
+
+logger = logging.getLogger("harness.models")
+
+# `read` bounds the silence between two bytes of a stream, not the whole answer: a long answer
+# that keeps streaming never times out, a stalled connection does.
+DEFAULT_TIMEOUT: Final = openai.Timeout(connect=10.0, read=180.0, write=60.0, pool=30.0)
+
+# Providers that want `reasoning_content` back on assistant messages. DeepSeek's thinking mode
+# answers HTTP 400 when an assistant message with tool calls lacks it; OpenAI's API has no such
+# field, so it is stripped there (and for unknown providers, unless asked for).
+SENDS_REASONING_BACK: Final = frozenset({"deepseek"})
+
+# seconds; a longer Retry-After falls back to our backoff, so the attempts run out soon
+# instead of hanging the turn for an hour.
+_MAX_RETRY_AFTER: Final = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often to try one request, and how long to wait between tries.
+
+    Retried: HTTP 408, 429 and 5xx, connection errors and timeouts, and a stream that broke
+    before any of its output reached the host. Delay before retry n (1-based):
+    `min(max_delay, initial_delay * multiplier**(n-1))`, less up to `jitter` of it at random,
+    or the server's `Retry-After` when it sends one of at most 60 s.
+    """
+
+    attempts: int = 4  # the first try included
+    initial_delay: float = 0.5
+    max_delay: float = 8.0
+    multiplier: float = 2.0
+    jitter: float = 0.25
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        if retry_after is not None and 0 <= retry_after <= _MAX_RETRY_AFTER:
+            return retry_after
+        backoff = min(self.max_delay, self.initial_delay * self.multiplier ** (retry - 1))
+        return backoff * (1 - self.jitter * random.random())
+
+
+class _BrokenStream(Exception):
+    """The stream ended without a finish reason: the connection closed early."""
+
+
+class OpenAICompatModel:
+    """A chat-completions model: `OpenAICompatModel("deepseek-chat", api_key=..., base_url=...)`.
+
+    `provider` names the service in errors and picks the `reasoning_content` policy;
+    `send_reasoning` overrides that policy (True for a DeepSeek-style endpoint behind another
+    name). Close it with `await model.aclose()` or `async with model:`.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        provider: str = "openai",
+        retry: RetryPolicy | None = None,
+        timeout: float | openai.Timeout = DEFAULT_TIMEOUT,
+        send_reasoning: bool | None = None,
+    ) -> None:
+        self.model_name = model_name
+        self.provider = provider
+        self.name = f"{provider}:{model_name}"
+        self.retry = retry or RetryPolicy()
+        self.send_reasoning = (
+            provider in SENDS_REASONING_BACK if send_reasoning is None else send_reasoning
+        )
+        self._timeout = timeout
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAICompatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def respond(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_delta: DeltaSink | None = None,
+    ) -> ModelResponse:
+        """Stream one response, retrying per `self.retry`; every failure is a ModelError."""
+        request = self._request(messages, tools)
+        attempt = 0
+        while True:
+            attempt += 1
+            assembly = _Assembly(on_delta)
+            try:
+                return await self._stream(request, assembly)
+            except openai.APIStatusError as exc:
+                if not _retryable_status(exc.status_code) or attempt >= self.retry.attempts:
+                    raise ModelError(self._status_message(exc, attempt)) from exc
+                delay = self.retry.delay(attempt, _retry_after(exc.response.headers))
+            except (openai.APIError, _BrokenStream) as exc:
+                # Connection errors, timeouts, an error event or a cut inside the stream.
+                if assembly.delivered:
+                    raise ModelError(self._broken_message(exc)) from exc
+                if attempt >= self.retry.attempts:
+                    raise ModelError(self._transport_message(exc, attempt)) from exc
+                delay = self.retry.delay(attempt)
+            except (openai.OpenAIError, json.JSONDecodeError) as exc:  # e.g. a malformed chunk
+                raise ModelError(f"{self.name}: {_one_line(str(exc))}") from exc
+            logger.info("%s: attempt %d failed, retrying in %.2fs", self.name, attempt, delay)
+            await anyio.sleep(delay)
+
+    # -- one request -----------------------------------------------------------------------
+
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [self._outgoing(message) for message in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:  # an empty `tools` list is a 400 at OpenAI
+            request["tools"] = tools
+        return request
+
+    def _outgoing(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The message as this provider wants it; the projection's dict is never mutated."""
+        if message.get("role") != "assistant":
+            return message
+        out = dict(message)
+        if out.get("tool_calls") and not out.get("content"):
+            out["content"] = None  # "no text, only calls" is null content in the API
+        if not self.send_reasoning:
+            out.pop("reasoning_content", None)
+        elif out.get("tool_calls"):
+            # DeepSeek rejects a tool-calling assistant message without the field, even when
+            # the model did not think (history from a non-thinking model, or empty thoughts).
+            out.setdefault("reasoning_content", "")
+        return out
+
+    async def _stream(self, request: dict[str, Any], assembly: _Assembly) -> ModelResponse:
+        stream = await self._client.chat.completions.create(**request)
+        try:
+            async for chunk in stream:
+                assembly.add(chunk)
+        finally:
+            # Shielded and bounded: a host cancel must not interrupt the close itself, so the
+            # connection is released now rather than left to the garbage collector.
+            with anyio.move_on_after(2, shield=True):
+                await stream.close()
+        if assembly.finish_reason is None:
+            raise _BrokenStream("the stream ended before the response was complete")
+        return assembly.response(self.model_name)
+
+    # -- error messages: one line each, what failed and what to do -------------------------
+
+    def _status_message(self, exc: openai.APIStatusError, attempts: int) -> str:
+        status = exc.status_code
+        detail = _provider_detail(exc)
+        where = f"{self.name} returned HTTP {status}"
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if status == 401:
+            preset = PRESETS.get(self.provider)
+            key = preset.key_env if preset is not None else "the API key"
+            return f"{where}: {detail} (check {key})"
+        if status == 403:
+            return f"{where}: {detail} (the key has no access to {self.model_name})"
+        if status == 404:
+            return f"{where}: {detail} (check the model name and the base URL {self.base_url})"
+        if status == 429:
+            return f"{where}{tries}: {detail} (rate limited: wait, or lower the request rate)"
+        if status >= 500:
+            return f"{where}{tries}: {detail} (the provider failed; try again later)"
+        return f"{where}: {detail} (the provider rejected the request)"
+
+    def _transport_message(self, exc: BaseException, attempts: int) -> str:
+        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+        if isinstance(exc, openai.APITimeoutError):
+            timeout = self._timeout
+            read = timeout.read if isinstance(timeout, openai.Timeout) else timeout
+            return (
+                f"{self.name} timed out ({tries}, no data for {read}s): the provider is "
+                "slow or unreachable; try again or raise the timeout"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return (
+                f"cannot reach {self.name} at {self.base_url} ({tries}): {_cause(exc)}; "
+                "check the network and the base URL"
+            )
+        return f"{self.name} stream failed ({tries}): {_cause(exc)}; try again later"
+
+    def _broken_message(self, exc: BaseException) -> str:
+        return (
+            f"{self.name} stream broke after output had started ({_cause(exc)}); not retried "
+            "because part of the answer was already shown; run the turn again"
+        )
+
+
+class _Assembly:
+    """One streamed response being put together, chunk by chunk."""
+
+    __slots__ = (
+        "_calls",
+        "_reasoning",
+        "_sink",
+        "_text",
+        "delivered",
+        "finish_reason",
+        "model",
+        "usage",
+    )
+
+    def __init__(self, sink: DeltaSink | None) -> None:
+        self._sink = sink
+        self._text: list[str] = []
+        self._reasoning: list[str] | None = None  # None: the provider sent no reasoning field
+        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument parts]
+        self.delivered = False
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+        self.usage: dict[str, int] | None = None
+
+    def add(self, chunk: Any) -> None:
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            usage = chunk.usage
+            self.usage = {
+                "prompt_tokens": usage.prompt_tokens or 0,
+                "completion_tokens": usage.completion_tokens or 0,
+                "total_tokens": usage.total_tokens or 0,
+            }
+        for choice in chunk.choices:
+            if choice.index == 0:  # we never ask for n > 1
+                self._add_delta(choice.delta)
+                self.finish_reason = choice.finish_reason or self.finish_reason
+
+    def _add_delta(self, delta: Any) -> None:
+        reasoning = getattr(delta, "reasoning_content", None)  # DeepSeek's extra field
+        if reasoning is not None:
+            if self._reasoning is None:
+                self._reasoning = []
+            self._emit("reasoning", reasoning, self._reasoning)
+        if delta.content:
+            self._emit("text", delta.content, self._text)
+        for call in delta.tool_calls or ():
+            entry = self._calls.setdefault(call.index, [None, None, []])
+            entry[0] = entry[0] or call.id
+            if call.function is not None:
+                entry[1] = entry[1] or call.function.name
+                if call.function.arguments:
+                    entry[2].append(call.function.arguments)
+
+    def _emit(self, kind: Literal["text", "reasoning"], chunk: str, parts: list[str]) -> None:
+        parts.append(chunk)
+        if self._sink is not None and chunk:
+            self.delivered = True
+            self._sink(kind, chunk)
+
+    def response(self, requested_model: str) -> ModelResponse:
+        calls = tuple(
+            ResponseToolCall(
+                id=call_id or f"call_{uuid.uuid4().hex[:24]}",  # some servers send no id
+                name=name or "",
+                arguments="".join(parts),
+            )
+            for call_id, name, parts in (self._calls[i] for i in sorted(self._calls))
+        )
+        return ModelResponse(
+            text="".join(self._text) or None,
+            tool_calls=calls,
+            reasoning_content=None if self._reasoning is None else "".join(self._reasoning),
+            model=self.model or requested_model,
+            usage=self.usage,
+        )
+
+
+def _retryable_status(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return float(value) * scale
+            except ValueError:
+                return None  # an HTTP date: fall back to our own backoff
+    return None
+
+
+def _provider_detail(exc: openai.APIStatusError) -> str:
+    """The provider's own message from an `{"error": {"message": ...}}` body, or the SDK's."""
+    body = exc.body
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return _one_line(error["message"])
+    return _one_line(exc.message)
+
+
+def _cause(exc: BaseException) -> str:
+    """The error under the SDK's generic one (`Connection error.` says nothing of why)."""
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and not str(inner):
+        inner = inner.__cause__ or inner.__context__
+    if inner is None:
+        return _one_line(str(exc))
+    return _one_line(f"{type(inner).__name__}: {inner}")
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = re.sub(r"\s+", " ", text).strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"

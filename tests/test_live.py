@@ -1,0 +1,75 @@
+"""Live end-to-end: a real provider plans with `todo_write` through the real loop.
+
+Opt-in only; it spends tokens. Runs once per provider whose key and model are set:
+
+    HARNESS_LIVE_TESTS=1 OPENAI_API_KEY=... OPENAI_MODEL=... uv run pytest -m live tests/test_live.py
+    HARNESS_LIVE_TESTS=1 DEEPSEEK_API_KEY=... DEEPSEEK_MODEL=... uv run pytest -m live tests/test_live.py
+
+`OPENAI_BASE_URL` / `DEEPSEEK_BASE_URL` point a preset at another compatible endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+from harness_core.log import SessionStore
+from harness_core.loop import Agent
+from harness_core.models._presets import PRESETS, build_model
+from harness_core.models.openai_compat import OpenAICompatModel
+from harness_core.plugins import PluginHost
+
+pytestmark = pytest.mark.live
+
+SYSTEM_PROMPT = (
+    "You are a careful agent. Track multi-step work with the todo_write tool: write the whole "
+    "plan first, then write the list again each time a step's status changes."
+)
+PROMPT = (
+    "Plan and carry out this small task: choose names for three imaginary helper functions "
+    "(one for parsing, one for validating, one for printing). First call todo_write with the "
+    "three steps, the first one in_progress and the others pending. Then, one step at a time, "
+    "decide the name and call todo_write again with the updated statuses, until every step is "
+    "completed. Finish with one sentence that lists the three names. No other tools exist "
+    "that you need."
+)
+
+
+@pytest.fixture(params=sorted(PRESETS))
+def live_spec(request: pytest.FixtureRequest) -> str:
+    """`provider:MODEL` for a provider whose key and model are set, or skip."""
+    provider: str = request.param
+    preset = PRESETS[provider]
+    if os.environ.get("HARNESS_LIVE_TESTS") != "1":
+        pytest.skip("live tests are opt-in: set HARNESS_LIVE_TESTS=1 (see docs/models.md)")
+    model = os.environ.get(preset.model_env)
+    if not os.environ.get(preset.key_env) or not model:
+        pytest.skip(f"{provider}: set {preset.key_env} and {preset.model_env} to run")
+    return f"{provider}:{model}"
+
+
+async def test_live_todo_write_lands_and_is_replaced(live_spec: str, harness_home: Path) -> None:
+    """A real model writes a plan with todo_write, then a later write replaces it."""
+    host = PluginHost()
+    host.load_entry_points()
+    store = SessionStore(harness_home, host.event_types)
+    log = store.create(system_prompt=SYSTEM_PROMPT, cwd=str(harness_home))
+    model = build_model(live_spec, {}, os.environ)
+    assert isinstance(model, OpenAICompatModel)
+    async with model:
+        agent = Agent(log, model, host.tools, max_steps=12, services={"store": store})
+        with anyio.fail_after(300):
+            outcome = await agent.run_turn(PROMPT)
+    writes = [event for event in log.events if event.type == "todo/write"]
+    summary = f"{outcome}; events: {[e.type for e in log.events]}"
+    assert outcome.status == "completed", summary
+    assert len(writes) >= 2, summary
+    first, last = writes[0].data["todos"], writes[-1].data["todos"]
+    assert first, summary
+    assert last != first, "the later write should carry changed statuses"
+    assert any(item["status"] == "completed" for item in last), summary
+    results = [e.data for e in log.events if e.type == "tool/result"]
+    assert not any(r["is_error"] for r in results if r["tool_name"] == "todo_write"), results
+    log.close()
