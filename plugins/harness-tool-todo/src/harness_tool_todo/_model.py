@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["STATUSES", "Status", "TodoItem", "TodoWriteArgs", "TodoWritePayload", "count"]
 
 Status = Literal["pending", "in_progress", "completed"]
-STATUSES: tuple[Status, ...] = ("pending", "in_progress", "completed")
+STATUSES: Final[tuple[Status, ...]] = ("pending", "in_progress", "completed")
+
+
+# No class docstrings on the argument models: pydantic would put them into the JSON schema
+# the model reads with every request. Field descriptions are the model-facing text.
 
 
 class TodoItem(BaseModel):
+    # One task. `extra="forbid"` is what rejects any item key but `content` and `status`.
     model_config = ConfigDict(extra="forbid", frozen=True)
     content: str = Field(description="The task, in a few imperative words.")
     status: Status = Field(description="pending, in_progress or completed.")
 
 
 class TodoWriteArgs(BaseModel):
+    # The tool's arguments; their strict JSON schema is what the model sees.
     model_config = ConfigDict(extra="forbid")
     todos: list[TodoItem] = Field(description="The whole list; it replaces the previous one.")
 
@@ -27,6 +33,7 @@ class TodoWriteArgs(BaseModel):
 class TodoWritePayload(BaseModel):
     """`todo/write` data: `{"todos": [{"content", "status"}, ...]}`."""
 
+    # Unknown top-level keys are kept, like every core payload: a newer plugin may add some.
     model_config = ConfigDict(extra="allow", frozen=True)
     todos: tuple[TodoItem, ...]
 

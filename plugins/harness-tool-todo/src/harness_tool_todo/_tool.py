@@ -1,4 +1,9 @@
-"""The `todo_write` tool: whole-list replace, validated, written to the caller's session."""
+"""The `todo_write` tool: whole-list replace, validated, written to the caller's session.
+
+The texts below are contract (ARCHITECTURE §6): models and tests outside the project match
+them exactly. Schema violations (a missing key, an unknown item key, a bad status) never reach
+`execute`: the registry rejects them with its own "invalid arguments" text.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +15,17 @@ from harness_core.tools import ExecContext, Tool, ToolResult
 from ._model import TodoItem, TodoWriteArgs, TodoWritePayload, count
 from ._render import render_checklist
 
-__all__ = ["DESCRIPTION", "EVENT_TYPE", "TodoWriteTool"]
+__all__ = ["DESCRIPTION", "EMPTY_CONTENT", "EVENT_TYPE", "NO_AGENT", "TodoWriteTool", "normalize"]
 
 EVENT_TYPE: Final = "todo/write"
 
 DESCRIPTION: Final = """\
-Plan and track multi-step work as a todo list that the user sees live.
-Use it when a task needs three or more steps, or when the user asks for several things; \
+Plan and track multi-step work as a todo list the user sees live.
+Use it when a task needs three or more steps or the user asks for several things; \
 skip it for a single quick step.
 Every call sends the whole list, which replaces the previous one.
-- Mark a task in_progress before you start on it, and keep one task in_progress at a time.
+- Write each task once, as a short imperative phrase.
+- Mark a task in_progress before you start on it; work on one task at a time.
 - Mark a task completed as soon as it is done; do not save completions for later.
 - Never mark a task completed while it is failing or partial: keep it in_progress and add \
 a task for what blocks it.
@@ -30,7 +36,14 @@ NO_AGENT: Final = "Error: todo_write requires an owning agent session"
 EMPTY_CONTENT: Final = "Error: invalid todo: `content` must be a non-empty string"
 
 
+def normalize(content: str) -> str:
+    """Strip the ends and collapse inner whitespace (newlines too): a task is one line."""
+    return " ".join(content.split())
+
+
 class TodoWriteTool(Tool[TodoWriteArgs]):
+    """`todo_write(todos)`: replaces the calling agent's todo list with `todos`."""
+
     name = "todo_write"
     description = DESCRIPTION
     arguments = TodoWriteArgs
@@ -40,14 +53,16 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         self.allow_parallel_in_progress = allow_parallel_in_progress
 
     async def execute(self, args: TodoWriteArgs, ctx: ExecContext) -> ToolResult:
+        # Single owner: the list lives on the calling agent's own session, so a call from
+        # outside an agent loop has nowhere to write and is refused before anything else.
         if ctx.agent is None:
             return ToolResult(NO_AGENT, is_error=True)
-        todos = [TodoItem(content=t.content.strip(), status=t.status) for t in args.todos]
+        todos = [TodoItem(content=normalize(t.content), status=t.status) for t in args.todos]
         problem = self.validate(todos)
         if problem is not None:
             return ToolResult(problem, is_error=True)
-        # The payload is built from fresh items, so the logged event is a snapshot that no
-        # later change to the arguments (or to the result data) can reach.
+        # The payload is built from fresh items and the log stores its own JSON dump, so the
+        # logged event is a snapshot no later change to the arguments or result data reaches.
         ctx.agent.append(EVENT_TYPE, TodoWritePayload(todos=tuple(todos)))
         counts = count(todos)
         return ToolResult(
@@ -57,7 +72,10 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         )
 
     def validate(self, todos: Sequence[TodoItem]) -> str | None:
-        """The model-facing error for an invalid list, or None."""
+        """The model-facing error for an invalid (normalized) list, or None.
+
+        Problems are reported in item order, one at a time: the model fixes it and resends.
+        """
         seen: set[str] = set()
         for todo in todos:
             if not todo.content:
@@ -71,12 +89,19 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         return None
 
     def present_call(self, args: TodoWriteArgs) -> str:
-        active = [t.content for t in args.todos if t.status == "in_progress"]
+        """`todo_write 2/5 done · now: Run the tests` (one short line for hosts)."""
+        if not args.todos:
+            return "todo_write cleared the list"
+        active = [normalize(t.content) for t in args.todos if t.status == "in_progress"]
         done = sum(t.status == "completed" for t in args.todos)
-        now = f" · now: {active[0]}" if active else ""
+        now = ""
+        if active:
+            more = f" (+{len(active) - 1} more)" if len(active) > 1 else ""
+            now = f" · now: {active[0]}{more}"
         return f"todo_write {done}/{len(args.todos)} done{now}"
 
     def present_result(self, result: ToolResult) -> str | None:
+        """The written list as a checklist; nothing for an error (its text says it all)."""
         if result.is_error or not isinstance(result.data, dict):
             return None
-        return render_checklist([TodoItem(**t) for t in result.data["todos"]])
+        return render_checklist([TodoItem.model_validate(t) for t in result.data["todos"]])

@@ -1,0 +1,324 @@
+"""The todo_write tool through the real `ToolRegistry.execute` path, with a real agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness_core.loop import Agent
+from harness_core.plugins import PluginHost
+from harness_core.tools import ExecContext, ToolRegistry, ToolResult
+from harness_tool_todo import DESCRIPTION, TodoItem, TodoWriteArgs, TodoWriteTool
+from harness_tool_todo.projections import current_todos
+from todo_helpers import Call, NewAgent, raw, todo_events
+
+INVALID_ARGS = "Error: invalid arguments for todo_write: "
+
+
+def item(content: str, status: str = "pending") -> dict[str, str]:
+    return {"content": content, "status": status}
+
+
+def tool_of(host: PluginHost) -> TodoWriteTool:
+    tool = host.tools.get("todo_write")
+    assert isinstance(tool, TodoWriteTool)
+    return tool
+
+
+async def execute(host: PluginHost, arguments: Any, agent: Agent | None) -> ToolResult:
+    context = ExecContext(agent=agent, call_id="call_x")
+    return await host.tools.execute("todo_write", raw(arguments), context)
+
+
+# -- the schema and description the model reads -------------------------------------------
+
+
+EXPECTED_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["todos"],
+    "properties": {
+        "todos": {
+            "type": "array",
+            "description": "The whole list; it replaces the previous one.",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["content", "status"],
+                "properties": {
+                    "content": {
+                        "type": "string",
+                        "description": "The task, in a few imperative words.",
+                    },
+                    "status": {
+                        "type": "string",
+                        "enum": ["pending", "in_progress", "completed"],
+                        "description": "pending, in_progress or completed.",
+                    },
+                },
+            },
+        }
+    },
+}
+
+
+def test_schema_is_strict_and_exact(todo_host: PluginHost) -> None:
+    """Every object closed, every property required, and not one word more than intended."""
+    (entry,) = [s for s in todo_host.tools.schemas() if s["function"]["name"] == "todo_write"]
+    function = entry["function"]
+    assert entry["type"] == "function"
+    assert function["strict"] is True
+    assert function["description"] == DESCRIPTION
+    # Exact equality: a docstring or title leaking into the schema costs tokens every request.
+    assert function["parameters"] == EXPECTED_PARAMETERS
+
+
+def test_description_is_short_and_behavioural() -> None:
+    """The description stays under 1,500 characters and says how to use the list."""
+    assert len(DESCRIPTION) <= 1500
+    text = DESCRIPTION.lower()
+    for rule in (
+        "three or more steps",
+        "whole list",
+        "in_progress before you start",
+        "one task at a time",
+        "completed as soon as it is done",
+        "do not repeat it",
+    ):
+        assert rule in text, rule
+
+
+def test_tool_is_exclusive(todo_host: PluginHost) -> None:
+    """todo_write runs alone, in call order, so the later of two writes in a message wins."""
+    assert tool_of(todo_host).exclusive is True
+
+
+# -- success -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("todos", "text"),
+    [
+        ([], "Updated todo list: 0 pending, 0 in progress, 0 completed."),
+        ([item("a")], "Updated todo list: 1 pending, 0 in progress, 0 completed."),
+        (
+            [item("a", "completed"), item("b", "in_progress"), item("c"), item("d")],
+            "Updated todo list: 2 pending, 1 in progress, 1 completed.",
+        ),
+        (
+            [item("修复登录错误", "completed"), item("写测试", "completed")],
+            "Updated todo list: 0 pending, 0 in progress, 2 completed.",
+        ),
+    ],
+)
+async def test_success_text_and_structured_result(
+    todo_host: PluginHost, agent: Agent, todos: list[dict[str, str]], text: str
+) -> None:
+    """The model reads the exact success text; hosts get `{todos, counts}`."""
+    result = await execute(todo_host, {"todos": todos}, agent)
+    assert result.text == text
+    assert result.is_error is False
+    counts = {
+        "pending": sum(t["status"] == "pending" for t in todos),
+        "inProgress": sum(t["status"] == "in_progress" for t in todos),
+        "completed": sum(t["status"] == "completed" for t in todos),
+    }
+    assert result.data == {"todos": todos, "counts": counts}
+    assert todo_events(agent.session) == [{"todos": todos}]
+
+
+async def test_whole_list_replace(todo_host: PluginHost, agent: Agent) -> None:
+    """A write replaces the previous list entirely; nothing of it is merged in."""
+    await execute(todo_host, {"todos": [item("a", "completed"), item("b", "in_progress")]}, agent)
+    result = await execute(todo_host, {"todos": [item("c")]}, agent)
+    assert result.text == "Updated todo list: 1 pending, 0 in progress, 0 completed."
+    assert current_todos(agent.session.events) == (TodoItem(content="c", status="pending"),)
+    assert len(todo_events(agent.session)) == 2
+
+
+async def test_content_is_normalized_to_one_line(todo_host: PluginHost, agent: Agent) -> None:
+    """Surrounding whitespace is stripped and inner runs collapse: a task renders on one line."""
+    result = await execute(todo_host, {"todos": [item("  Run\n the \t tests  ")]}, agent)
+    assert result.data["todos"] == [item("Run the tests")]
+    assert todo_events(agent.session) == [{"todos": [item("Run the tests")]}]
+
+
+async def test_each_agent_owns_its_list(new_agent: NewAgent, todo_host: PluginHost) -> None:
+    """Single owner: a write lands on the calling agent's session only (a subagent's own)."""
+    parent, child = new_agent(), new_agent()
+    await execute(todo_host, {"todos": [item("parent task")]}, parent)
+    await execute(todo_host, {"todos": [item("child task", "in_progress")]}, child)
+    assert todo_events(parent.session) == [{"todos": [item("parent task")]}]
+    assert todo_events(child.session) == [{"todos": [item("child task", "in_progress")]}]
+
+
+# -- rejections --------------------------------------------------------------------------
+
+REJECTIONS: list[tuple[str, Any, str]] = [
+    (
+        "empty content",
+        {"todos": [item("")]},
+        "Error: invalid todo: `content` must be a non-empty string",
+    ),
+    (
+        "whitespace content",
+        {"todos": [item("ok"), item(" \n\t\u3000")]},
+        "Error: invalid todo: `content` must be a non-empty string",
+    ),
+    (
+        "duplicate content",
+        {"todos": [item("Run tests"), item("Run tests", "completed")]},
+        'Error: invalid todos: duplicate content "Run tests"',
+    ),
+    (
+        "duplicate after normalization",
+        {"todos": [item("Run  tests"), item(" Run tests\n")]},
+        'Error: invalid todos: duplicate content "Run tests"',
+    ),
+    (
+        "two in progress",
+        {"todos": [item("a", "in_progress"), item("b", "in_progress")]},
+        "Error: invalid todos: at most one task may be in_progress, got 2",
+    ),
+    (
+        "three in progress",
+        {"todos": [item(c, "in_progress") for c in "abc"] + [item("d", "completed")]},
+        "Error: invalid todos: at most one task may be in_progress, got 3",
+    ),
+]
+
+SCHEMA_REJECTIONS: list[tuple[str, Any, str]] = [
+    ("unknown item key", {"todos": [{**item("a"), "priority": "high"}]}, "todos.0.priority"),
+    ("unknown top-level key", {"todos": [], "merge": True}, "merge"),
+    ("unknown status", {"todos": [item("a", "done")]}, "todos.0.status"),
+    ("missing status", {"todos": [{"content": "a"}]}, "todos.0.status"),
+    ("non-string content", {"todos": [{"content": 7, "status": "pending"}]}, "todos.0.content"),
+    ("todos not a list", {"todos": "a, b"}, "todos"),
+    ("missing todos", {}, "todos"),
+]
+
+
+@pytest.mark.parametrize(("case", "arguments", "text"), REJECTIONS, ids=[r[0] for r in REJECTIONS])
+async def test_validation_errors_are_exact(
+    todo_host: PluginHost, agent: Agent, case: str, arguments: Any, text: str
+) -> None:
+    """Each rule beyond the schema answers with its exact §6 text and appends nothing."""
+    before = agent.session.path.read_bytes()
+    count = len(agent.session.events)
+    result = await execute(todo_host, arguments, agent)
+    assert (result.text, result.is_error, result.data) == (text, True, None)
+    assert len(agent.session.events) == count
+    assert agent.session.path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("case", "arguments", "where"), SCHEMA_REJECTIONS, ids=[r[0] for r in SCHEMA_REJECTIONS]
+)
+async def test_schema_violations_are_rejected(
+    todo_host: PluginHost, agent: Agent, case: str, arguments: Any, where: str
+) -> None:
+    """Unknown keys and bad shapes get the registry's readable error and append nothing."""
+    count = len(agent.session.events)
+    result = await execute(todo_host, arguments, agent)
+    assert result.is_error is True
+    assert result.text.startswith(INVALID_ARGS)
+    assert where in result.text
+    assert len(agent.session.events) == count
+
+
+async def test_malformed_json_is_rejected(todo_host: PluginHost, agent: Agent) -> None:
+    """Arguments that are not JSON get the registry's error and append nothing."""
+    count = len(agent.session.events)
+    result = await execute(todo_host, '{"todos": [', agent)
+    assert result.is_error is True
+    assert result.text.startswith("Error: the arguments for todo_write are not valid JSON")
+    assert len(agent.session.events) == count
+
+
+async def test_first_problem_in_item_order_is_reported(todo_host: PluginHost, agent: Agent) -> None:
+    """With several problems the earliest item's is reported, then the in-progress count."""
+    both = {"todos": [item("a", "in_progress"), item("a", "in_progress"), item("")]}
+    result = await execute(todo_host, both, agent)
+    assert result.text == 'Error: invalid todos: duplicate content "a"'
+
+
+async def test_non_agent_call_is_rejected(todo_host: PluginHost, agent: Agent) -> None:
+    """A call without an owning agent has no session to write to and is refused."""
+    count = len(agent.session.events)
+    for arguments in ({"todos": [item("a")]}, {"todos": [item("a", "in_progress")] * 2}):
+        result = await execute(todo_host, arguments, None)
+        assert (result.text, result.is_error) == (
+            "Error: todo_write requires an owning agent session",
+            True,
+        )
+    assert len(agent.session.events) == count
+
+
+async def test_call_outside_an_open_turn_fails_cleanly(todo_host: PluginHost, agent: Agent) -> None:
+    """An agent with no open turn gets an error result, never an exception, and no event."""
+    agent.session.append("turn/end", {"status": "completed"}, turn=agent.turn)
+    agent.turn = None
+    count = len(agent.session.events)
+    result = await execute(todo_host, {"todos": [item("a")]}, agent)
+    assert result.is_error is True
+    assert result.text.startswith("Error: todo_write failed:")
+    assert len(agent.session.events) == count
+
+
+async def test_parallel_in_progress_when_allowed(agent: Agent) -> None:
+    """`allow_parallel_in_progress=True` accepts several active tasks; other rules still hold."""
+    registry = ToolRegistry()
+    registry.register(TodoWriteTool(allow_parallel_in_progress=True), provider="todo")
+    context = ExecContext(agent=agent, call_id="c")
+    two = raw({"todos": [item("a", "in_progress"), item("b", "in_progress")]})
+    result = await registry.execute("todo_write", two, context)
+    assert result.text == "Updated todo list: 0 pending, 2 in progress, 0 completed."
+    duplicate = raw({"todos": [item("a", "in_progress"), item("a", "in_progress")]})
+    result = await registry.execute("todo_write", duplicate, context)
+    assert result.text == 'Error: invalid todos: duplicate content "a"'
+    assert len(todo_events(agent.session)) == 1
+
+
+# -- presentation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("todos", "line"),
+    [
+        ([], "todo_write cleared the list"),
+        ([item("a"), item("b")], "todo_write 0/2 done"),
+        (
+            [item("a", "completed"), item(" Run  tests", "in_progress"), item("c")],
+            "todo_write 1/3 done · now: Run tests",
+        ),
+        (
+            [item("a", "in_progress"), item("b", "in_progress"), item("c", "in_progress")],
+            "todo_write 0/3 done · now: a (+2 more)",
+        ),
+    ],
+)
+def test_present_call(todo_host: PluginHost, todos: list[dict[str, str]], line: str) -> None:
+    """A call renders as one short line: progress and the active task."""
+    args = TodoWriteArgs.model_validate({"todos": todos})
+    assert tool_of(todo_host).present_call(args) == line
+
+
+async def test_present_result(todo_host: PluginHost, agent: Agent) -> None:
+    """A successful write renders as a checklist; an error renders nothing extra."""
+    tool = tool_of(todo_host)
+    todos = [item("Read", "completed"), item("Write", "in_progress"), item("Ship")]
+    result = await execute(todo_host, {"todos": todos}, agent)
+    assert tool.present_result(result) == "☑ Read\n▶ Write\n☐ Ship"
+    empty = await execute(todo_host, {"todos": []}, agent)
+    assert tool.present_result(empty) == "(empty todo list)"
+    error = await execute(todo_host, {"todos": [item("")]}, agent)
+    assert tool.present_result(error) is None
+
+
+async def test_loop_shaped_call_answers_the_call(agent: Agent, call: Call) -> None:
+    """Called the way the loop calls it, the result answers the assistant's call."""
+    result = await call({"todos": [item("a", "in_progress")]}, agent)
+    last = agent.session.events[-1]
+    assert last.type == "tool/result"
+    assert last.data["text"] == result.text
+    assert last.data["data"] == result.data

@@ -1,0 +1,134 @@
+"""Packaging: the harness-core and harness-tool-todo wheels install into a fresh venv and work.
+
+Slow (it builds two wheels and pip-installs them with their dependencies), so marked `slow`;
+CI still runs it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHECK = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    import anyio
+    import harness_core, harness_tool_todo
+    from harness_core.config import Config
+    from harness_core.log import SessionStore
+    from harness_core.loop import Agent
+    from harness_core.models import ScriptedModel
+    from harness_core.plugins import PluginHost
+    from harness_tool_todo.projections import read_plan
+
+    home = Path(sys.argv[1])
+    host = PluginHost(Config.load(home))
+    records = {r.name: r for r in host.load_entry_points()}
+    todo = records["todo"]
+    todos = [{"content": "Install the wheel", "status": "completed"},
+             {"content": "Call todo_write", "status": "in_progress"}]
+    model = ScriptedModel([
+        {"tool_calls": [{"name": "todo_write", "arguments": {"todos": todos}}]},
+        {"text": "Done."},
+    ])
+    with SessionStore(home, host.event_types).create() as log:
+        outcome = anyio.run(Agent(log, model, host.tools).run_turn, "Plan it.")
+        results = [e.data["text"] for e in log.events if e.type == "tool/result"]
+        path = log.path
+    print(json.dumps({
+        "record": [todo.status, todo.dist, todo.version, todo.entry_point, todo.tools],
+        "modules": [harness_core.__file__, harness_tool_todo.__file__],
+        "outcome": outcome.status,
+        "results": results,
+        "plan": read_plan(path).export(),
+    }))
+    """
+)
+
+
+def run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run a command; on failure, fail the test with its output."""
+    proc = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(command)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+def build_wheels(out: Path) -> dict[str, Path]:
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH; the wheels are built with `uv build`")
+    for package in ("harness-core", "harness-tool-todo"):
+        run([uv, "build", "--package", package, "--wheel", "--out-dir", str(out)], cwd=ROOT)
+    core = next(out.glob("harness_core-*.whl"))
+    todo = next(out.glob("harness_tool_todo-*.whl"))
+    return {"core": core, "todo": todo}
+
+
+def test_todo_wheel_metadata(tmp_path: Path) -> None:
+    """The plugin wheel carries its entry point, its dependency on the core and its sources."""
+    todo = build_wheels(tmp_path / "dist")["todo"]
+    with zipfile.ZipFile(todo) as wheel:
+        names = wheel.namelist()
+        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+        entry_points = wheel.read(f"{info}/entry_points.txt").decode()
+        metadata = wheel.read(f"{info}/METADATA").decode()
+    assert "[harness.plugins]\ntodo = harness_tool_todo" in entry_points
+    assert "Requires-Dist: harness-core" in metadata
+    for module in ("__init__.py", "_model.py", "_tool.py", "_render.py", "projections.py"):
+        assert f"harness_tool_todo/{module}" in names
+    assert "harness_tool_todo/py.typed" in names
+    assert not any("/tests/" in n or n.startswith("tests/") for n in names)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_wheels_install_into_a_fresh_venv_and_work(tmp_path: Path) -> None:
+    """pip installs both wheels in a new venv; the plugin loads from its entry point there and
+    a todo_write call through the real loop appends the list and answers the exact text."""
+    wheels = build_wheels(tmp_path / "dist")
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    python = venv / "bin" / "python"
+    # The venv must see only what pip installed: no workspace paths leak in.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    run(
+        [str(python), "-m", "pip", "install", "--quiet", str(wheels["core"]), str(wheels["todo"])],
+        cwd=tmp_path,
+        env=env,
+    )
+    home = tmp_path / "home"
+    env |= {"HARNESS_HOME": str(home), "HARNESS_DEV": "1"}
+    report = json.loads(run([str(python), "-c", CHECK, str(home)], cwd=tmp_path, env=env))
+    assert report["record"] == [
+        "loaded",
+        "harness-tool-todo",
+        md.version("harness-tool-todo"),
+        "harness_tool_todo",
+        ["todo_write"],
+    ]
+    for module in report["modules"]:
+        assert Path(module).is_relative_to(venv), module
+    assert report["outcome"] == "completed"
+    assert report["results"] == ["Updated todo list: 0 pending, 1 in progress, 1 completed."]
+    assert report["plan"] == {
+        "todos": [
+            {"content": "Install the wheel", "status": "completed"},
+            {"content": "Call todo_write", "status": "in_progress"},
+        ],
+        "standing": True,
+    }
