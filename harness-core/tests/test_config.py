@@ -56,3 +56,10 @@ def test_malformed_file_and_values_name_the_place(tmp_path: Path) -> None:
     write(tmp_path, '[plugins.todo]\nlimit = "many"\n')
     with pytest.raises(ConfigError, match=r"plugins\.todo\.limit \(or HARNESS_TODO_LIMIT\)"):
         Config.load(tmp_path, env={}).plugin("todo").parse(Section)
+
+
+def test_misspelt_plugin_setting_is_rejected_not_ignored(tmp_path: Path) -> None:
+    """A typo in a plugin section fails loudly for a model that forbids extra keys."""
+    write(tmp_path, "[plugins.todo]\nflagg = true\n")
+    with pytest.raises(ConfigError, match=r"plugins\.todo\.flagg .*Extra inputs are not permitted"):
+        Config.load(tmp_path, env={}).plugin("todo").parse(Section)

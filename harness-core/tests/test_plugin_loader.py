@@ -269,3 +269,18 @@ def test_event_type_conflict_rejects_the_later_plugin(
     assert records["zthief"].status == "rejected"
     assert "declared by both 'harness_tool_todo' and 'thief_mod'" in records["zthief"].reason
     assert plugin_host.event_types.get("todo/write").owner == "harness_tool_todo"  # type: ignore[union-attr]
+
+
+def test_bad_plugin_configuration_rejects_with_the_key_named(
+    fake_distribution: FakeDistribution,
+) -> None:
+    """An invalid config value rejects the plugin and the fix points at the config section."""
+    from harness_core.config import Config
+
+    host = PluginHost(
+        Config({"plugins": {"todo": {"allow_parallel_in_progress": "maybe"}}}, env={})
+    )
+    record = load(host)["todo"]
+    assert record.status == "rejected"
+    assert "plugins.todo.allow_parallel_in_progress" in (record.reason or "")
+    assert record.fix == "fix [plugins.todo] in the config file or the environment variable named"

@@ -56,8 +56,16 @@ class PluginConfig:
         return self._section.get(key, default)
 
     def parse(self, model: type[ModelT]) -> ModelT:
-        """The section validated against `model`, field by field with env overrides."""
-        values = {name: self.get(name) for name in model.model_fields if self.get(name) is not None}
+        """The whole section validated against `model`, env overrides on top.
+
+        Unknown keys reach the model too, so one with `extra="forbid"` rejects a misspelt
+        setting instead of silently ignoring it.
+        """
+        values = dict(self._section)
+        for key in model.model_fields:
+            raw = self._env.get(_env_name(self.plugin, key))
+            if raw is not None:
+                values[key] = _env_value(raw)
         try:
             return model.model_validate(values)
         except ValidationError as exc:

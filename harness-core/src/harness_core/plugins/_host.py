@@ -274,6 +274,11 @@ class PluginHost:
         services = self._services(name, tools)
         try:
             self.hooks.register_tools(plugin, PluginContext(name, services, inject))
+        except ConfigError as exc:
+            raise _Rejection(
+                f"invalid configuration: {exc}",
+                f"fix [plugins.{name}] in the config file or the environment variable named",
+            ) from exc
         except Exception as exc:
             raise _Rejection(
                 f"harness_register_tools raised {type(exc).__name__}: {exc}",
