@@ -60,6 +60,11 @@ class InvariantChecker:
 
     def check(self, event: Event) -> None:
         """Raise InvariantViolation if appending `event` breaks a rule; else fold it."""
+        self.validate(event)
+        self.fold(event)
+
+    def validate(self, event: Event) -> None:
+        """Raise InvariantViolation if appending `event` would break a rule; change nothing."""
         if event.seq != self.last_seq + 1:
             self._fail(event, f"seq must be {self.last_seq + 1}")
         if event.seq == 0:
@@ -84,7 +89,6 @@ class InvariantChecker:
             self._fail(event, f"calls {sorted(self.open_calls)} must be answered first")
         if event.type == "turn/end" and self.open_calls:
             self._fail(event, f"turn ends with unanswered calls {sorted(self.open_calls)}")
-        self.fold(event)
 
     @staticmethod
     def _fail(event: Event, rule: str) -> None:

@@ -59,6 +59,9 @@ class MessageProjection:
                 self._close_pending()
                 self.messages.append({"role": "user", "content": str(data["text"])})
             elif kind == "session/start":
+                # Only ever first on a log a writer kept; closing calls first keeps a stray one
+                # in a damaged file from landing between a call and its results.
+                self._close_pending()
                 prompt = data.get("system_prompt")
                 if prompt:
                     self.messages.append({"role": "system", "content": prompt})
@@ -94,11 +97,14 @@ class MessageProjection:
         self.messages.append(message)
 
     def _apply_result(self, seq: int, data: dict[str, Any]) -> None:
+        # Read every field before consuming the call: a malformed result must leave the call
+        # open (to be answered as interrupted), not silently unanswered.
         call_id = data["call_id"]
+        message = {"role": "tool", "tool_call_id": call_id, "content": data["text"]}
         if self._pending.pop(call_id, None) is None:
             self.problems.append(f"seq {seq}: result for {call_id!r} answers no open call; dropped")
             return
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": data["text"]})
+        self.messages.append(message)
 
     def _close_pending(self) -> None:
         if self._pending:

@@ -106,16 +106,17 @@ class SessionStore:
 
 def _summarize(path: Path) -> SessionSummary | None:
     """Header and tail of one session file; None for a file that is not a session."""
-    with path.open("rb") as handle:
-        head = handle.read(_HEAD_BYTES)
-    lines = head.split(b"\n")
     try:
+        head = _read_head(path)
+        lines = head.split(b"\n")
         header = decode_line(lines[0])
-    except EnvelopeError:
+        if header.type != "session/start":
+            return None
+        last = last_event(path) or header
+    except (OSError, EnvelopeError):
+        # Not a session, or deleted or unreadable while listing: one bad file must not
+        # hide every other session.
         return None
-    if header.type != "session/start":
-        return None
-    last = last_event(path) or header
     return SessionSummary(
         id=path.stem,
         created=str(header.data.get("created", header.ts)),
@@ -125,6 +126,22 @@ def _summarize(path: Path) -> SessionSummary | None:
         parent_session=header.data.get("parent_session"),
         path=path,
     )
+
+
+def _read_head(path: Path) -> bytes:
+    """The file's first `_HEAD_BYTES`, extended to the end of the first line if it is longer.
+
+    A session/start carrying a long system prompt can exceed the first block; cutting it would
+    make the session vanish from the listing.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(_HEAD_BYTES)
+        while b"\n" not in head:
+            more = handle.read(_HEAD_BYTES)
+            if not more:
+                break
+            head += more
+    return head
 
 
 def _first_prompt(lines: list[bytes]) -> str | None:

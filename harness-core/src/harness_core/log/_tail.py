@@ -14,11 +14,16 @@ from ._envelope import TYPE_PREFIX, EnvelopeError, Event, decode_line
 
 __all__ = ["find_latest", "last_event"]
 
-_BLOCK = 64 * 1024
+# Reads start small (a line is usually a few kB) and double, so a listing of a thousand
+# sessions reads a few kB of each, while a long line still costs O(log n) reads.
+_FIRST_BLOCK = 4 * 1024
+_MAX_BLOCK = 1024 * 1024
 
 
 def find_latest(path: Path, types: Collection[str]) -> Event | None:
-    """The newest well-formed event whose type is in `types`, or None."""
+    """The newest well-formed event whose type is in `types` (or is `types`, a str), or None."""
+    # A bare str is one type name, not a collection of characters to test membership in.
+    types = frozenset((types,) if isinstance(types, str) else types)
     with path.open("rb") as handle:
         for line in _lines_backwards(handle):
             match = TYPE_PREFIX.match(line)
@@ -50,8 +55,10 @@ def _lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
     """Complete lines, newest first; bytes after the last newline (a torn tail) are ignored."""
     end = _last_newline(handle)
     carry = b""
+    block = _FIRST_BLOCK
     while end > 0:
-        start = max(0, end - _BLOCK)
+        start = max(0, end - block)
+        block = min(block * 2, _MAX_BLOCK)
         handle.seek(start)
         lines = (handle.read(end - start) + carry).split(b"\n")
         end = start
@@ -65,8 +72,10 @@ def _lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
 def _last_newline(handle: BinaryIO) -> int:
     """The offset of the file's last newline byte, or 0 when it has none."""
     end = handle.seek(0, 2)
+    block = _FIRST_BLOCK
     while end > 0:
-        start = max(0, end - _BLOCK)
+        start = max(0, end - block)
+        block = min(block * 2, _MAX_BLOCK)
         handle.seek(start)
         found = handle.read(end - start).rfind(b"\n")
         if found >= 0:

@@ -1,0 +1,118 @@
+"""Fixtures for the session log tests (test_log_*.py): a registry, a store, a turn writer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from harness_core.log import (
+    AssistantMessage,
+    EventType,
+    EventTypeRegistry,
+    SessionLog,
+    SessionStore,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    UserMessage,
+)
+from pydantic import BaseModel
+
+NOTE_TYPE = "test/note"
+
+
+class NotePayload(BaseModel):
+    """A plugin-style, non-surface event type the log tests declare."""
+
+    text: str
+
+
+WriteTurn = Callable[[SessionLog, str], int]
+
+
+@pytest.fixture
+def log_registry() -> EventTypeRegistry:
+    """The core event types plus the plugin-style `test/note` (not surface)."""
+    registry = EventTypeRegistry()
+    registry.declare(EventType(NOTE_TYPE, NotePayload, surface=False))
+    return registry
+
+
+@pytest.fixture
+def log_store(harness_home: Path, log_registry: EventTypeRegistry) -> SessionStore:
+    """A session store in this test's HARNESS_HOME."""
+    return SessionStore(harness_home, log_registry)
+
+
+def write_turn(log: SessionLog, prompt: str) -> int:
+    """Append one complete turn the way the loop does, committing where it commits.
+
+    turn/start, user, assistant with two calls (commit), a note, both results (commit),
+    the answer (commit), turn/end (commit). Returns the turn number.
+    """
+    last = log.latest(("turn/start",))
+    turn = (last.turn or 0) + 1 if last is not None else 1
+    log.append("turn/start", {}, turn=turn)
+    log.append("message/user", UserMessage(text=prompt), turn=turn)
+    log.commit()
+    calls = (
+        ToolCall(id=f"t{turn}-a", name="bash", arguments='{"command": "ls"}'),
+        ToolCall(id=f"t{turn}-b", name="bash", arguments='{"command": "pwd"'),  # malformed
+    )
+    log.append("message/assistant", AssistantMessage(text="Looking.", tool_calls=calls), turn=turn)
+    log.commit()
+    log.append(NOTE_TYPE, NotePayload(text=f"note {turn}"), turn=turn)
+    for call in calls:
+        result = ToolResult(call_id=call.id, tool_name=call.name, text=f"output of {call.id}")
+        log.append("tool/result", result, turn=turn)
+    log.commit()
+    log.append("message/assistant", AssistantMessage(text=f"Answer {turn}."), turn=turn)
+    log.commit()
+    log.append("turn/end", TurnEnd(status="completed"), turn=turn)
+    log.commit()
+    return turn
+
+
+@pytest.fixture
+def log_turn() -> WriteTurn:
+    """`log_turn(log, prompt)` appends one complete tool-calling turn (8 events)."""
+    return write_turn
+
+
+class _CountingReader:
+    """A real binary file that counts the bytes read through it."""
+
+    def __init__(self, handle: IO[Any], counts: dict[str, int]) -> None:
+        self._handle = handle
+        self._counts = counts
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._handle.read(size)
+        self._counts[self._handle.name] = self._counts.get(self._handle.name, 0) + len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        position: int = self._handle.seek(offset, whence)
+        return position
+
+    def __enter__(self) -> _CountingReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._handle.close()
+
+
+@pytest.fixture
+def log_bytes_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Bytes read per file through `Path.open(..., "rb")` during the test."""
+    counts: dict[str, int] = {}
+    real_open = Path.open
+
+    def counting_open(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(self, mode, *args, **kwargs)
+        return _CountingReader(handle, counts) if mode == "rb" else handle
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    return counts

@@ -1,0 +1,167 @@
+"""One writer per session (an OS lock naming its holder); readers need no lock."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from harness_core.log import SessionLocked, SessionLog, SessionStore
+
+WriteTurn = Callable[[SessionLog, str], int]
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from harness_core.log import EventTypeRegistry, SessionLog
+
+    log = SessionLog.open(Path(sys.argv[1]), EventTypeRegistry())
+    log.append("turn/start", {}, turn=2)
+    log.commit()
+    print("holding", flush=True)
+    sys.stdin.readline()  # hold the lock until told to stop (or killed)
+    log.close()
+    """
+)
+
+_CONTENDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from harness_core.log import EventTypeRegistry, SessionLocked, SessionLog
+
+    try:
+        SessionLog.open(Path(sys.argv[1]), EventTypeRegistry())
+    except SessionLocked as exc:
+        print(exc.holder, exc, sep="|")
+        sys.exit(3)
+    """
+)
+
+
+@pytest.fixture
+def session_path(log_store: SessionStore, log_turn: WriteTurn) -> Path:
+    """A closed session with one complete turn."""
+    with log_store.create(system_prompt="sys") as log:
+        log_turn(log, "one")
+        return log.path
+
+
+@pytest.fixture
+def holder(session_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the writer lock on `session_path` until the test ends."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(session_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "holding\n"
+    with process:  # closes the pipes
+        yield process
+        if process.poll() is None:
+            process.kill()
+
+
+def _open_without_blocking(path: Path, store: SessionStore) -> BaseException | SessionLog:
+    """Try to open for writing in a thread; a call that blocks fails the test instead of hanging."""
+    outcome: list[BaseException | SessionLog] = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(SessionLog.open(path, store.registry))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert outcome, "opening a locked session blocked instead of failing at once"
+    return outcome[0]
+
+
+def test_second_writer_in_the_same_process_is_rejected(log_store: SessionStore) -> None:
+    """A second writable open fails at once, naming this process as the holder."""
+    with log_store.create() as log:
+        failure = _open_without_blocking(log.path, log_store)
+        assert isinstance(failure, SessionLocked)
+        assert failure.holder == os.getpid()
+        assert f"by process {os.getpid()}" in str(failure)
+        assert log.session_id in str(failure)
+
+
+def test_writer_in_another_process_is_named(
+    session_path: Path, log_store: SessionStore, holder: subprocess.Popen[str]
+) -> None:
+    """A writer in another process blocks ours at once, and the error carries its pid."""
+    failure = _open_without_blocking(session_path, log_store)
+    assert isinstance(failure, SessionLocked)
+    assert failure.holder == holder.pid
+    assert f"process {holder.pid}" in str(failure)
+    assert "readers such as `harness show` need no lock" in str(failure)
+
+
+def test_other_process_is_rejected_while_we_write(log_store: SessionStore) -> None:
+    """Our writer keeps a separate process out, and that process learns our pid."""
+    with log_store.create() as log:
+        done = subprocess.run(
+            [sys.executable, "-c", _CONTENDER, str(log.path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 3, done.stderr
+    holder_pid, message = done.stdout.strip().split("|", 1)
+    assert holder_pid == str(os.getpid())
+    assert f"process {os.getpid()}" in message
+
+
+def test_lock_is_released_when_the_holder_is_killed(
+    session_path: Path, log_store: SessionStore, holder: subprocess.Popen[str]
+) -> None:
+    """SIGKILL leaves no stale lock: the next writer opens the session."""
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    with SessionLog.open(session_path, log_store.registry) as log:
+        assert log.events[-1].type == "turn/start"  # what the holder committed is there
+
+
+def test_lock_is_released_on_close(log_store: SessionStore) -> None:
+    """After close, another writer may open the session."""
+    log = log_store.create()
+    log.close()
+    with log_store.open(log.session_id) as again:
+        assert again.writable
+
+
+def test_reader_works_beside_a_writer_in_another_process(
+    session_path: Path, log_store: SessionStore, holder: subprocess.Popen[str]
+) -> None:
+    """A read-only open needs no lock and sees what the other process wrote."""
+    reader = SessionLog.open(session_path, log_store.registry, writable=False)
+    assert reader.events[-1].type == "turn/start"
+    assert reader.events[-1].turn == 2
+    assert reader.problems == []
+
+
+def test_reader_beside_a_writer_follows_with_refresh(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """While a writer appends, a reader opened earlier catches up with refresh."""
+    with log_store.create() as writer:
+        reader = log_store.open(writer.session_id, writable=False)
+        for number in range(3):
+            log_turn(writer, f"prompt {number}")
+            reader.refresh()
+            assert reader.events == writer.events
+        reader_again = log_store.open(writer.session_id, writable=False)
+        assert reader_again.projection.request_messages() == writer.projection.request_messages()

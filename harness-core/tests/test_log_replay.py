@@ -1,0 +1,232 @@
+"""Opening a session: replay, what is skipped (and kept), torn tails, and a reader's refresh."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from harness_core.log import (
+    EventTypeRegistry,
+    SessionLog,
+    SessionStore,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    derive_messages,
+)
+
+WriteTurn = Callable[[SessionLog, str], int]
+
+
+def _session(store: SessionStore, write_turn: WriteTurn, turns: int = 2) -> Path:
+    with store.create(system_prompt="sys") as log:
+        for number in range(turns):
+            write_turn(log, f"prompt {number}")
+        return log.path
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().split(b"\n")[:-1]
+
+
+def test_replay_rebuilds_events_projection_and_committed_seq(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A reopened log has the same events, the same messages and everything committed."""
+    with log_store.create(system_prompt="sys") as log:
+        log_turn(log, "one")
+        log_turn(log, "two")
+        written, messages = list(log.events), log.projection.request_messages()
+    reopened = SessionLog.open(log.path, log_store.registry, writable=False)
+    assert reopened.events == written
+    assert reopened.projection.request_messages() == messages
+    assert reopened.committed_seq == written[-1].seq
+    assert reopened.problems == []
+
+
+def test_unknown_type_is_kept_and_skipped_with_a_problem(
+    log_store: SessionStore, log_turn: WriteTurn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Events of a type no installed plugin declares stay in the log; projections skip them."""
+    path = _session(log_store, log_turn)
+    bare = EventTypeRegistry()  # the plugin that declared test/note is gone
+    with caplog.at_level(logging.WARNING, logger="harness.log"):
+        log = SessionLog.open(path, bare)
+    try:
+        assert [e.type for e in log.events].count("test/note") == 2
+        assert log.problems == ["unknown event type 'test/note' kept and skipped"]
+        assert "unknown event type 'test/note'" in caplog.text
+        assert log.projection.request_messages() == derive_messages(log.events)
+        log.append("turn/start", {}, turn=3)  # the session continues
+    finally:
+        log.close()
+    assert [e.type for e in SessionLog.open(path, bare, writable=False).events].count(
+        "test/note"
+    ) == 2
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"this is not json",
+        b'{"hello": "world"}',
+        b"\x00\x00\x00\x00",
+        b'{"seq": 3, "type": "message',
+    ],
+)
+def test_garbled_middle_line_is_kept_on_disk_and_skipped(
+    log_store: SessionStore,
+    log_turn: WriteTurn,
+    caplog: pytest.LogCaptureFixture,
+    garbage: bytes,
+) -> None:
+    """A damaged line inside the file is skipped with a warning, never fatal, never removed."""
+    path = _session(log_store, log_turn)
+    lines = _lines(path)
+    lines[5] = garbage
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    damaged = path.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="harness.log"):
+        log = SessionLog.open(path, log_store.registry)
+    try:
+        assert [e.seq for e in log.events] == [n for n in range(len(lines)) if n != 5]
+        assert log.problems[0].startswith("line 6: ")
+        assert log.problems[1] == "line 7: seq jumps from 4 to 6"
+        assert "line 6" in caplog.text
+        assert path.read_bytes() == damaged, "opening for writing rewrote nothing"
+        event = log.append("turn/start", {}, turn=3)
+        assert event.seq == len(lines)
+    finally:
+        log.close()
+    assert path.read_bytes().startswith(damaged)
+
+
+def test_repeated_line_is_skipped_not_replayed_twice(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A duplicated line (same seq twice) replays once and is reported."""
+    path = _session(log_store, log_turn, turns=1)
+    lines = _lines(path)
+    lines.insert(4, lines[3])
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    log = SessionLog.open(path, log_store.registry, writable=False)
+    assert [e.seq for e in log.events] == list(range(len(lines) - 1))
+    assert log.problems == ["line 5: not a well-formed envelope in sequence; skipped"]
+
+
+def test_writer_moves_a_torn_tail_aside_and_continues(
+    log_store: SessionStore, log_turn: WriteTurn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bytes after the last newline go to `<file>.torn-<offset>`, are reported, and appends resume."""
+    path = _session(log_store, log_turn, turns=1)
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"seq":9,"type":"turn/st')
+    with caplog.at_level(logging.WARNING, logger="harness.log"):
+        log = SessionLog.open(path, log_store.registry)
+    try:
+        aside = path.with_name(f"{path.name}.torn-{len(good)}")
+        assert aside.read_bytes() == b'{"seq":9,"type":"turn/st'
+        assert log.problems == [f"torn last line (24 bytes) moved aside to {aside.name}"]
+        assert aside.name in caplog.text
+        assert path.read_bytes() == good
+        assert log.append("turn/start", {}, turn=2).seq == 9
+    finally:
+        log.close()
+
+
+def test_reader_ignores_a_torn_tail_without_touching_the_file(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A read-only open replays the complete lines, reports the rest and changes nothing."""
+    path = _session(log_store, log_turn, turns=1)
+    torn = path.read_bytes() + b'{"seq":9,"ty'
+    path.write_bytes(torn)
+    log = SessionLog.open(path, log_store.registry, writable=False)
+    assert len(log.events) == 9
+    assert log.problems == ["ignoring 12 bytes after the last newline"]
+    assert path.read_bytes() == torn
+    assert list(path.parent.glob("*.torn-*")) == []
+
+
+def test_empty_file_opens_as_an_empty_log(tmp_path: Path, log_registry: EventTypeRegistry) -> None:
+    """A file created by a process that died before its first write opens with no events."""
+    path = tmp_path / "empty.jsonl"
+    path.touch()
+    log = SessionLog.open(path, log_registry)
+    try:
+        assert log.events == [] and log.problems == []
+        assert log.next_seq == 0 and log.committed_seq == -1
+    finally:
+        log.close()
+
+
+def test_crashed_turn_reopens_with_its_calls_still_open(log_store: SessionStore) -> None:
+    """A writer that died mid-turn leaves the turn open; the next writer can finish it."""
+    with log_store.create() as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("message/user", UserMessage(text="go"), turn=1)
+        call = ToolCall(id="c1", name="bash", arguments="{}")
+        log.append("message/assistant", {"tool_calls": [call]}, turn=1)
+    log = log_store.open(log.session_id)
+    try:
+        assert log.projection.pending_calls == {"c1": "bash"}
+        assert log.projection.request_messages()[-1]["tool_call_id"] == "c1"
+        log.append("tool/result", ToolResult(call_id="c1", tool_name="bash", text="ok"), turn=1)
+        log.append("turn/end", {"status": "error", "error": "crashed"}, turn=1)
+        assert log.projection.pending_calls == {}
+    finally:
+        log.close()
+
+
+def test_refresh_reads_what_a_writer_appended(log_store: SessionStore, log_turn: WriteTurn) -> None:
+    """A reader's refresh returns the events appended since it opened, and only those."""
+    writer = log_store.create(system_prompt="sys")
+    try:
+        reader = SessionLog.open(writer.path, log_store.registry, writable=False)
+        assert reader.refresh() == []
+        log_turn(writer, "one")
+        fresh = reader.refresh()
+        assert [e.seq for e in fresh] == list(range(1, 9))
+        assert reader.events == writer.events
+        assert reader.projection.request_messages() == writer.projection.request_messages()
+        assert reader.committed_seq == 8
+        assert reader.refresh() == []
+    finally:
+        writer.close()
+
+
+def test_refresh_waits_for_a_line_to_be_complete(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """Half a line seen by a reader is left for later, then read once its newline lands."""
+    path = _session(log_store, log_turn, turns=1)
+    reader = SessionLog.open(path, log_store.registry, writable=False)
+    line = b'{"seq":9,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},"turn":2}\n'
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, line[:30])
+        assert reader.refresh() == []
+        os.write(fd, line[30:])
+        fresh = reader.refresh()
+    finally:
+        os.close(fd)
+    assert [(e.seq, e.type, e.turn) for e in fresh] == [(9, "turn/start", 2)]
+    assert reader.problems == []
+
+
+def test_refresh_reports_a_garbled_line_with_its_problem(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A damaged line arriving through refresh is skipped with a problem like on open."""
+    path = _session(log_store, log_turn, turns=1)
+    reader = SessionLog.open(path, log_store.registry, writable=False)
+    with path.open("ab") as handle:
+        handle.write(b"garbage\n")
+        handle.write(b'{"seq":10,"type":"turn/start","ts":"t","data":{},"turn":2}\n')
+    fresh = reader.refresh()
+    assert [e.seq for e in fresh] == [10]
+    assert "line 10: not JSON; skipped" in reader.problems
+    assert any("seq jumps from 8 to 10" in p for p in reader.problems)

@@ -1,0 +1,200 @@
+"""The session store: create, open and list sessions under HARNESS_HOME."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from harness_core.log import (
+    EventTypeRegistry,
+    SessionLog,
+    SessionNotFound,
+    SessionStore,
+    default_home,
+)
+
+WriteTurn = Callable[[SessionLog, str], int]
+
+
+def test_create_makes_a_locked_session_file_with_its_header(
+    log_store: SessionStore, harness_home: Path
+) -> None:
+    """A new session lives at HARNESS_HOME/sessions/<id>.jsonl with a full session/start."""
+    with log_store.create(
+        system_prompt="sys", cwd="/work", parent_session="p", parent_call_id="c"
+    ) as log:
+        assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", log.session_id)
+        assert log.path == harness_home / "sessions" / f"{log.session_id}.jsonl"
+        assert log.writable
+        header = log.events[0]
+        assert header.type == "session/start" and header.seq == 0 and header.turn is None
+        assert header.data["id"] == log.session_id
+        assert header.data["system_prompt"] == "sys"
+        assert header.data["cwd"] == "/work"
+        assert (header.data["parent_session"], header.data["parent_call_id"]) == ("p", "c")
+        assert header.data["harness_version"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", header.data["created"])
+
+
+def test_open_by_id_for_writing_and_reading(log_store: SessionStore, log_turn: WriteTurn) -> None:
+    """`open` replays a session by id; writable by default, read-only on request."""
+    with log_store.create() as log:
+        log_turn(log, "hi")
+    with log_store.open(log.session_id) as writer:
+        assert writer.writable and len(writer.events) == 9
+    reader = log_store.open(log.session_id, writable=False)
+    assert not reader.writable and reader.events == writer.events
+
+
+@pytest.mark.parametrize("session_id", ["../../etc/passwd", "a/b", "", ".hidden", "x" * 200])
+def test_open_rejects_what_is_not_an_id(log_store: SessionStore, session_id: str) -> None:
+    """Ids that could escape the sessions directory are refused before touching the disk."""
+    with pytest.raises(SessionNotFound, match="is not a session id"):
+        log_store.open(session_id)
+
+
+def test_open_missing_session_names_the_directory(log_store: SessionStore) -> None:
+    """A well-formed id with no file says where it looked."""
+    with pytest.raises(SessionNotFound, match=re.escape(str(log_store.directory))):
+        log_store.open("20260101-000000-abcdef")
+
+
+def test_default_home_follows_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """HARNESS_HOME wins; without it, a per-user data directory named harness."""
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path / "elsewhere"))
+    assert default_home() == tmp_path / "elsewhere"
+    monkeypatch.delenv("HARNESS_HOME")
+    assert default_home().name == "harness"
+
+
+def test_list_is_empty_without_sessions(log_store: SessionStore) -> None:
+    """A home with no sessions directory lists nothing."""
+    assert log_store.list() == []
+
+
+def test_list_orders_by_latest_activity(log_store: SessionStore, log_turn: WriteTurn) -> None:
+    """The session with the most recent event comes first, whatever its creation time."""
+    ids = []
+    for _ in range(3):
+        with log_store.create() as log:
+            ids.append(log.session_id)
+        time.sleep(0.01)
+    with log_store.open(ids[0]) as oldest:
+        log_turn(oldest, "back again")
+    assert [s.id for s in log_store.list()] == [ids[0], ids[2], ids[1]]
+
+
+def test_list_summarizes_each_session(log_store: SessionStore, log_turn: WriteTurn) -> None:
+    """A summary has the id, created and updated times, event count, title and parent."""
+    with log_store.create(parent_session="parent-1") as log:
+        log_turn(log, "Fix the flaky test")
+        log_turn(log, "And the other one")
+    (summary,) = log_store.list()
+    assert summary.id == log.session_id
+    assert summary.path == log.path
+    assert summary.created == log.events[0].data["created"]
+    assert summary.updated == log.events[-1].ts
+    assert summary.events == 17
+    assert summary.title == "Fix the flaky test"
+    assert summary.parent_session == "parent-1"
+
+
+def test_list_skips_files_that_are_not_sessions(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """Empty files, garbage and other JSON Lines are skipped; torn-tail files are not listed."""
+    with log_store.create() as log:
+        log_turn(log, "real")
+    directory = log_store.directory
+    (directory / "empty.jsonl").touch()
+    (directory / "garbage.jsonl").write_bytes(b"\x00\x01 not json\n")
+    (directory / "other.jsonl").write_bytes(b'{"seq":0,"type":"turn/start","ts":"t","data":{}}\n')
+    (directory / "notes.txt").write_text("hello")
+    with log.path.open("ab") as handle:
+        handle.write(b'{"seq":9,"ty')
+    with log_store.open(log.session_id):
+        pass  # moves the torn tail aside next to the session
+    assert list(directory.glob("*.torn-*"))
+    assert [s.id for s in log_store.list()] == [log.session_id]
+
+
+def test_list_shows_a_session_with_a_long_system_prompt(log_store: SessionStore) -> None:
+    """A session/start line longer than the first block read is still recognized."""
+    prompt = "You are a careful engineer. " * 2000  # ~56 kB
+    with log_store.create(system_prompt=prompt) as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("message/user", {"text": "title"}, turn=1)
+    (summary,) = log_store.list()
+    assert summary.id == log.session_id
+    assert summary.events == 3
+
+
+def _long_session(store: SessionStore, write_turn: WriteTurn, turns: int) -> SessionLog:
+    log = store.create(system_prompt="sys")
+    with log:
+        for number in range(turns):
+            log.append("turn/start", {}, turn=number + 1)
+            log.append("message/user", {"text": f"prompt {number} " + "x" * 2000}, turn=number + 1)
+            log.append("turn/end", {"status": "completed"}, turn=number + 1)
+        write_turn(log, "last")
+    return log
+
+
+def test_list_reads_the_head_and_tail_not_the_whole_file(
+    log_store: SessionStore, log_turn: WriteTurn, log_bytes_read: dict[str, int]
+) -> None:
+    """Listing a 2 MB session reads a small, fixed amount of it."""
+    log = _long_session(log_store, log_turn, turns=1000)
+    size = log.path.stat().st_size
+    assert size > 2_000_000
+    (summary,) = log_store.list()
+    assert summary.events == len(log.events)
+    assert log_bytes_read[str(log.path)] < 200_000
+
+
+def test_list_works_when_the_middle_is_garbage(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A session whose middle megabyte is garbage still lists with its true last event."""
+    log = _long_session(log_store, log_turn, turns=10)
+    lines = log.path.read_bytes().split(b"\n")[:-1]
+    garbage = [b"\xff\xfe garbage that is not JSON " * 40] * 1000
+    damaged = [*lines[:5], *garbage, *lines[5:]]
+    log.path.write_bytes(b"\n".join(damaged) + b"\n")
+    (summary,) = log_store.list()
+    assert summary.events == len(lines)
+    assert summary.updated == log.events[-1].ts
+    assert summary.title is not None and summary.title.startswith("prompt 0")
+
+
+def test_list_survives_a_session_deleted_while_listing(
+    log_store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that vanishes between the directory scan and its read is skipped."""
+    with log_store.create() as kept:
+        pass
+    with log_store.create() as doomed:
+        pass
+    real_glob = Path.glob
+
+    def glob_then_delete(self: Path, pattern: str) -> Iterator[Path]:
+        found = list(real_glob(self, pattern))
+        doomed.path.unlink()
+        return iter(found)
+
+    monkeypatch.setattr(Path, "glob", glob_then_delete)
+    assert [s.id for s in log_store.list()] == [kept.session_id]
+
+
+def test_store_uses_its_registry(log_store: SessionStore, log_registry: EventTypeRegistry) -> None:
+    """Logs opened through the store know the store's plugin types."""
+    with log_store.create() as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("test/note", {"text": "kept"}, turn=1)
+    assert log_store.open(log.session_id, writable=False).problems == []
+    assert log_store.registry is log_registry
