@@ -1,18 +1,24 @@
 """The agent loop: one turn of model calls and tool calls, every step on the log.
 
-turn/start, message/user
-repeat up to max_steps:
-    model.respond(history, tools)  ->  message/assistant         commit
-    no tool calls?  -> done
-    run the calls (batches; exclusive ones alone)  ->  tool/result...   commit
-turn/end                                                          commit
+    turn/start, message/user                                        commit
+    repeat up to max_steps:
+        model.respond(history, tools)  ->  message/assistant        commit
+        no tool calls?  ->  turn/end completed
+        run the calls, batch by batch  ->  tool/result...           commit per batch
+    turn/end                                                        commit
+
+A turn always ends with turn/end, and every tool call with a result: a cancelled call gets
+an "interrupted" one, and a turn a crashed process left open is closed by `repair` before
+the next turn starts. See docs/loop.md.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -25,6 +31,7 @@ from ..log import (
     ToolCall,
     ToolResult,
     TurnEnd,
+    TurnStart,
     TurnStatus,
     Usage,
     UserMessage,
@@ -33,11 +40,12 @@ from ..models import DeltaSink, Model, ModelError, ModelResponse, ResponseToolCa
 from ..tools import ExecContext, ToolRegistry
 from ..tools import ToolResult as CallResult
 
-__all__ = ["DEFAULT_MAX_STEPS", "Agent", "TurnOutcome"]
+__all__ = ["CANCELLED_TEXT", "CRASHED_TURN", "DEFAULT_MAX_STEPS", "Agent", "TurnOutcome"]
 
 logger = logging.getLogger("harness.loop")
 
 DEFAULT_MAX_STEPS: Final = 50
+CANCELLED_TEXT: Final = "cancelled"
 CRASHED_TURN: Final = "the process running this turn stopped before the turn ended"
 
 EventSink = Callable[[SessionLog, Event], None]
@@ -45,6 +53,8 @@ EventSink = Callable[[SessionLog, Event], None]
 
 @dataclass(frozen=True, slots=True)
 class TurnOutcome:
+    """How a turn ended: its status, the final answer or the error, and the steps it took."""
+
     status: TurnStatus
     text: str | None = None
     error: str | None = None
@@ -66,80 +76,148 @@ class Agent:
         depth: int = 0,
         services: dict[str, Any] | None = None,
     ) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.session = session
         self.model = model
         self.tools = tools
         self.max_steps = max_steps
-        self.on_delta = on_delta
         self.on_event = on_event
+        self.on_delta = on_delta
         self.depth = depth
-        # What tools may need beyond the session (the subagent tool uses the store and model).
+        # What tools may need beyond the session (the subagent tool uses the store).
         self.services = services or {}
         self.turn: int | None = None
-        if on_event is not None:
-            session.listeners.append(lambda event: on_event(session, event))
+        self._steps = 0
+        self._scope: anyio.CancelScope | None = None
+        self._observing = False
 
     def append(self, type: str, payload: Any) -> Event:
         """Append an event to this agent's session inside the open turn (tools use this)."""
         if self.turn is None:
-            raise RuntimeError("no turn is open on this agent")
+            raise RuntimeError(f"no turn is open on session {self.session.session_id}")
         return self.session.append(type, payload, turn=self.turn)
 
+    def cancel(self) -> None:
+        """Stop the running turn (a host's stop button): it ends as `cancelled` and returns.
+
+        Call it from the event loop's thread; another thread uses `anyio.from_thread`.
+        """
+        if self._scope is not None:
+            self._scope.cancel()
+
     async def run_turn(self, prompt: str) -> TurnOutcome:
-        """Run one user turn to a text answer, the step limit, an error or cancellation."""
-        self._open_turn(prompt)
-        steps = 0
-        try:
-            while steps < self.max_steps:
-                steps += 1
-                response = await self.model.respond(
-                    self.session.projection.request_messages(), self.tools.schemas(), self.on_delta
-                )
-                self._append_assistant(response)
-                if not response.tool_calls:
-                    return self._close_turn("completed", steps, text=response.text)
-                await self._run_calls(response.tool_calls)
-                self.session.commit()
-            return self._close_turn("max_steps", steps, error=f"stopped after {steps} steps")
-        except ModelError as exc:
-            return self._close_turn("error", steps, error=str(exc))
-        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
-            self._close_turn("cancelled", steps, error="cancelled")
-            raise
-        except BaseException as exc:
-            # A log write failure or a bug: record what we can, then re-raise.
-            if self.turn is not None:
-                self._close_turn("error", steps, error=f"{type(exc).__name__}: {exc}")
-            raise
+        """Run one user turn to a text answer, the step limit, an error or cancellation.
+
+        `cancel()` makes this return a `cancelled` outcome; a cancellation from outside (an
+        enclosing cancel scope, Ctrl-C) closes the turn the same way and propagates.
+        """
+        self._ensure_idle()
+        with self._observed(), anyio.CancelScope() as self._scope:
+            self._open_turn(prompt)
+            try:
+                while self._steps < self.max_steps:
+                    self._steps += 1
+                    response = await self.model.respond(
+                        self.session.projection.request_messages(),
+                        self.tools.schemas(),
+                        self.on_delta,
+                    )
+                    self._append_assistant(response)
+                    if not response.tool_calls:
+                        return self._close_turn("completed", text=response.text)
+                    await self._run_calls(response.tool_calls)
+                return self._close_turn("max_steps", error=f"stopped after {self._steps} steps")
+            except ModelError as exc:
+                return self._close_turn("error", error=str(exc) or type(exc).__name__)
+            except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+                self._close_turn("cancelled", error=CANCELLED_TEXT)
+                raise
+            except BaseException as exc:
+                self._close_after_failure(exc)
+                raise
+        # Reached only when `cancel()` cancelled this turn's own scope, which absorbed it.
+        return TurnOutcome("cancelled", error=CANCELLED_TEXT, steps=self._steps)
+
+    def repair(self) -> bool:
+        """Close a turn a crashed process left open: answer its calls, end it as `error`.
+
+        `run_turn` calls this first; it returns whether there was anything to close.
+        """
+        if self.turn is not None:
+            return False  # our own turn is running: it is open, not crashed
+        boundary = self.session.latest(("turn/start", "turn/end"))
+        if boundary is None or boundary.type == "turn/end":
+            return False
+        logger.warning("%s: closing turn %s left open", self.session.session_id, boundary.turn)
+        with self._observed():
+            self.turn = boundary.turn
+            self._steps = 0
+            self._close_turn("error", error=CRASHED_TURN)
+        return True
 
     # -- turn structure --------------------------------------------------------------------
+
+    @contextmanager
+    def _observed(self) -> Iterator[None]:
+        """Report this agent's appends to `on_event` while it writes (never twice)."""
+        if self.on_event is None or self._observing:
+            yield
+            return
+        # Registered per turn, not per Agent: a host that builds an Agent for every turn of
+        # one session must not have each event reported once per Agent it ever built.
+        listener = partial(self.on_event, self.session)
+        self.session.listeners.append(listener)
+        self._observing = True
+        try:
+            yield
+        finally:
+            self._observing = False
+            self.session.listeners.remove(listener)
+
+    def _ensure_idle(self) -> None:
+        if self.turn is not None:
+            raise RuntimeError(
+                f"turn {self.turn} is still running on session {self.session.session_id}; "
+                "wait for it to end (or cancel it) before starting another"
+            )
 
     def _open_turn(self, prompt: str) -> None:
         self.repair()
         last = self.session.latest(("turn/start",))
-        self.turn = (last.turn or 0) + 1 if last is not None else 1
-        self.session.append("turn/start", {}, turn=self.turn)
+        turn = (last.turn or 0) + 1 if last is not None else 1
+        self.session.append("turn/start", TurnStart(), turn=turn)
+        self.turn, self._steps = turn, 0
         self.append("message/user", UserMessage(text=prompt))
         self.session.commit()
 
-    def repair(self) -> None:
-        """Close a turn a crashed process left open: answer its calls, end it as `error`."""
-        boundary = self.session.latest(("turn/start", "turn/end"))
-        if boundary is None or boundary.type == "turn/end":
-            return
-        self.turn = boundary.turn
-        self._close_turn("error", 0, error=CRASHED_TURN)
-
     def _close_turn(
-        self, status: TurnStatus, steps: int, *, text: str | None = None, error: str | None = None
+        self, status: TurnStatus, *, text: str | None = None, error: str | None = None
     ) -> TurnOutcome:
-        self._answer_open_calls({})
-        self.append("turn/end", TurnEnd(status=status, error=error))
-        self.session.commit()
-        self.turn = None
-        return TurnOutcome(status, text, error, steps)
+        try:
+            self._answer_open_calls({})
+            self.append("turn/end", TurnEnd(status=status, error=error))
+            self.session.commit()
+        finally:
+            self.turn = None
+        return TurnOutcome(status, text, error, self._steps)
+
+    def _close_after_failure(self, exc: BaseException) -> None:
+        """A log write failure or a bug: record it if the log still takes writes."""
+        if self.turn is None:
+            return
+        try:
+            self._close_turn("error", error=f"{type(exc).__name__}: {exc}")
+        except Exception:
+            # The original exception is what the caller must see; this one only explains why
+            # the turn stays open (the next run_turn repairs it).
+            logger.exception("could not close turn %s after %r", self.turn, exc)
 
     def _append_assistant(self, response: ModelResponse) -> None:
+        ids = [call.id for call in response.tool_calls]
+        if len(set(ids)) != len(ids):
+            # Results are matched to calls by id: a repeated id cannot be answered correctly.
+            raise ModelError(f"model {self.model.name} sent tool calls with repeated ids {ids}")
         self.append(
             "message/assistant",
             AssistantMessage(
@@ -153,23 +231,22 @@ class Agent:
                 usage=Usage(**response.usage) if response.usage else None,
             ),
         )
+        # Durable before any tool runs: after a crash the log knows which calls were made.
         self.session.commit()
 
     # -- tool calls ------------------------------------------------------------------------
 
     async def _run_calls(self, calls: Sequence[ResponseToolCall]) -> None:
-        """Run calls in batches; append results in call order, adjacent to their message."""
-        done: dict[str, CallResult] = {}
+        """Run the batches in order; results land in call order, adjacent to their message."""
+        finished: dict[str, CallResult] = {}
         try:
             for batch in self._batches(calls):
-                async with anyio.create_task_group() as group:
-                    for call in batch:
-                        group.start_soon(self._run_call, call, done)
-                for call in batch:
-                    self._append_result(call.id, call.name, done.pop(call.id))
+                await self._run_batch(batch, finished)
+                self.session.commit()
         finally:
-            # Cancelled mid-batch: keep what finished; the turn's close interrupts the rest.
-            self._answer_open_calls(done)
+            # Cancelled mid-batch: calls that finished keep their result, the rest are
+            # answered "interrupted", so the message history stays well formed.
+            self._answer_open_calls(finished)
 
     def _batches(self, calls: Sequence[ResponseToolCall]) -> list[list[ResponseToolCall]]:
         """Consecutive ordinary calls share a batch; an exclusive call is a batch of its own."""
@@ -184,9 +261,32 @@ class Agent:
                 current.append(call)
         return [*batches, current] if current else batches
 
-    async def _run_call(self, call: ResponseToolCall, done: dict[str, CallResult]) -> None:
-        context = ExecContext(agent=self, call_id=call.id)
-        done[call.id] = await self.tools.execute(call.name, call.arguments, context)
+    async def _run_batch(
+        self, batch: list[ResponseToolCall], finished: dict[str, CallResult]
+    ) -> None:
+        """Run a batch concurrently; append each result once every earlier call's is in."""
+        if len(batch) == 1:  # the common case: no task group to set up
+            call = batch[0]
+            finished[call.id] = await self._execute(call)
+            self._append_result(call.id, call.name, finished.pop(call.id))
+            return
+        ready = {call.id: anyio.Event() for call in batch}
+
+        async def run(call: ResponseToolCall) -> None:
+            finished[call.id] = await self._execute(call)
+            ready[call.id].set()
+
+        async with anyio.create_task_group() as group:
+            for call in batch:
+                group.start_soon(run, call)
+            for call in batch:
+                await ready[call.id].wait()
+                self._append_result(call.id, call.name, finished.pop(call.id))
+
+    async def _execute(self, call: ResponseToolCall) -> CallResult:
+        return await self.tools.execute(
+            call.name, call.arguments, ExecContext(agent=self, call_id=call.id)
+        )
 
     def _append_result(self, call_id: str, tool_name: str, result: CallResult) -> None:
         self.append(

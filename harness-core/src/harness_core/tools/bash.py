@@ -21,7 +21,7 @@ from ._tool import ExecContext, Tool, ToolResult
 __all__ = ["BashArgs", "BashTool", "OutputCapture"]
 
 DEFAULT_TIMEOUT: Final = 120.0
-DEFAULT_LIMIT: Final = 30_000  # characters the model sees at most: head and tail halves
+DEFAULT_LIMIT: Final = 30_000  # output bytes the model sees at most: head and tail halves
 
 
 class BashArgs(BaseModel):
@@ -57,7 +57,10 @@ class OutputCapture:
         tail = self.tail.decode("utf-8", errors="replace")
         if self.cut == 0:
             return head + tail
-        return f"{head}\n[... {self.cut} bytes of output cut ...]\n{tail}"
+        return (
+            f"{head}\n[... {self.cut} of {self.total} bytes of output cut; "
+            f"showing the first and last {self.half} ...]\n{tail}"
+        )
 
 
 class BashTool(Tool[BashArgs]):
@@ -79,36 +82,52 @@ class BashTool(Tool[BashArgs]):
         return f"$ {first[:100]}"
 
     async def execute(self, args: BashArgs, ctx: ExecContext) -> ToolResult:
+        cwd = _working_directory(ctx)
+        try:
+            process = await _spawn(args.command, cwd)
+        except OSError:
+            if await anyio.Path(cwd).is_dir():
+                raise
+            return ToolResult(
+                f"Error: the session's working directory {cwd} does not exist; "
+                "recreate it, or start a new session from an existing directory",
+                is_error=True,
+            )
         capture = OutputCapture(self.limit)
-        process = await anyio.open_process(
-            ["bash", "-c", args.command],
-            cwd=_working_directory(ctx),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
         try:
             with anyio.move_on_after(self.timeout) as deadline:
                 code = await _run(process, capture)
         finally:
             await _end_group(process)
+        data = {"exit_code": None, "timed_out": True, "cut_bytes": capture.cut}
         if deadline.cancelled_caught:
-            return ToolResult(
-                f"{capture.text()}\n[timed out after {self.timeout:g}s; the command was killed]",
-                is_error=True,
-                data={"exit_code": None, "timed_out": True, "cut_bytes": capture.cut},
-            )
-        return ToolResult(
-            f"{capture.text()}\n[exit code {code}]" if capture.total else f"[exit code {code}]",
-            data={"exit_code": code, "timed_out": False, "cut_bytes": capture.cut},
-        )
+            note = f"[timed out after {self.timeout:g}s; the command and its children were killed]"
+            return ToolResult(_with_note(capture.text(), note), is_error=True, data=data)
+        data.update(exit_code=code, timed_out=False)
+        return ToolResult(_with_note(capture.text(), f"[exit code {code}]"), data=data)
 
     def present_result(self, result: ToolResult) -> str | None:
         data = result.data if isinstance(result.data, dict) else {}
         if data.get("timed_out"):
             return "timed out"
         return f"exit {data.get('exit_code')}" if "exit_code" in data else None
+
+
+async def _spawn(command: str, cwd: str) -> Process:
+    """Start `bash -c command` as the leader of a new process group."""
+    # Shielded: a cancel landing while asyncio still wires up the pipes would kill only the
+    # shell and orphan its children. Once the caller holds the process, its `finally` ends
+    # the whole group whatever happens.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            ["bash", "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return process
 
 
 async def _run(process: Process, capture: OutputCapture) -> int:
@@ -140,8 +159,16 @@ async def _end_group(process: Process) -> None:
         await process.aclose()
 
 
-def _working_directory(ctx: ExecContext) -> str | None:
-    if ctx.agent is None or not ctx.agent.session.events:
-        return None
-    cwd = ctx.agent.session.events[0].data.get("cwd")
-    return cwd if isinstance(cwd, str) and os.path.isdir(cwd) else None
+def _with_note(output: str, note: str) -> str:
+    if not output:
+        return note
+    return f"{output}{note}" if output.endswith("\n") else f"{output}\n{note}"
+
+
+def _working_directory(ctx: ExecContext) -> str:
+    """session/start `cwd` of the calling agent's session; the process's own without one."""
+    if ctx.agent is not None and ctx.agent.session.events:
+        cwd = ctx.agent.session.events[0].data.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            return cwd
+    return os.getcwd()

@@ -53,7 +53,12 @@ class SubagentTool(Tool[SubagentArgs]):
                 f"Error: subagents may nest at most {self.max_depth} deep; do this task yourself",
                 is_error=True,
             )
-        store: SessionStore = parent.services["store"]
+        store: SessionStore | None = parent.services.get("store")
+        if store is None:  # a host wiring bug, not the model's: raise so it is logged
+            raise RuntimeError(
+                "the subagent tool needs the session store: build the Agent with "
+                'services={"store": store}'
+            )
         start = parent.session.events[0].data
         child_log = store.create(
             system_prompt=start.get("system_prompt"),
@@ -75,5 +80,9 @@ class SubagentTool(Tool[SubagentArgs]):
         data = {"session": child_log.session_id, "status": outcome.status}
         if outcome.status != "completed":
             detail = outcome.error or outcome.status
-            return ToolResult(f"Error: the subagent did not finish ({detail})", True, data)
+            return ToolResult(
+                f"Error: the subagent (session {child_log.session_id}) did not finish: {detail}",
+                is_error=True,
+                data=data,
+            )
         return ToolResult(outcome.text or "(the subagent gave no answer)", data=data)
