@@ -198,7 +198,7 @@ def test_appending_extends_the_history_without_rebuilding_it(log_store: SessionS
         log.append("turn/start", {}, turn=1)
         messages = log.projection.messages
         log.append("message/user", {"text": "one"}, turn=1)
-        first = messages[-1]
+        first = log.projection.messages[-1]
         log.append("message/assistant", {"text": "two"}, turn=1)
         log.append("test/note", {"text": "not surface"}, turn=1)
         assert log.projection.messages is messages
