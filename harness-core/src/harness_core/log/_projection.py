@@ -126,7 +126,7 @@ class MessageProjection:
         call_id = data["call_id"]
         message = {"role": "tool", "tool_call_id": call_id, "content": data["text"]}
         if self._pending.pop(call_id, None) is None:
-            self._problems.append(f"seq {seq}: result for {call_id!r} answers no open call; dropped")
+            self._problems.append(f"seq {seq}: result for {call_id!r} answers no open call")
             return
         self._messages.append(message)
 
