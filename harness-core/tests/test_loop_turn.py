@@ -135,7 +135,7 @@ async def test_the_model_gets_the_history_and_the_tool_schemas(
 async def test_commits_happen_at_step_boundaries(
     store: SessionStore, host: PluginHost, timeline: list[str]
 ) -> None:
-    """Commit after the prompt, each assistant message, each tool batch and the turn end."""
+    """Commit after the prompt, each assistant message that runs tools, each batch, the end."""
     steps = [{"tool_calls": [probe("a"), probe("b")]}, {"tool_calls": [probe("c", tool="solo")]}]
     agent, _ = new_agent(store, host, [*steps, {"text": "done"}])
     log = agent.session
@@ -148,8 +148,9 @@ async def test_commits_happen_at_step_boundaries(
 
     log.commit = recording_commit  # type: ignore[method-assign]
     await agent.run_turn("Go.")
-    # 2 user, 3 assistant, 4-5 results (one batch), 6 assistant, 7 result, 8 assistant, 9 end
-    assert commits == [2, 3, 5, 6, 7, 8, 9]
+    # 2 user, 3 assistant, 4-5 results (one batch), 6 assistant, 7 result, then the text
+    # answer 8 runs no tool, so it is committed with the turn end 9.
+    assert commits == [2, 3, 5, 6, 7, 9]
     on_disk = SessionLog.open(log.path, store.registry, writable=False)
     assert on_disk.events == log.events
 
@@ -310,3 +311,26 @@ async def test_the_default_system_prompt_is_sent_first(
     model = ScriptedModel([{"text": "hi"}])
     await Agent(log, model, host.tools).run_turn("Hello.")
     assert model.requests[0][0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
+
+
+async def test_log_only_tool_step_commits_once_after_its_batch(
+    store: SessionStore, host: PluginHost
+) -> None:
+    """A todo_write step skips the pre-tool commit: message, event and result land in one."""
+    todos = {"todos": [{"content": "Plan", "status": "in_progress"}]}
+    step = {"tool_calls": [{"name": "todo_write", "arguments": todos}]}
+    agent, _ = new_agent(store, host, [step, {"text": "done"}])
+    log = agent.session
+    commits: list[int] = []
+    commit = log.commit
+
+    def recording_commit() -> None:
+        commit()
+        commits.append(log.committed_seq)
+
+    log.commit = recording_commit  # type: ignore[method-assign]
+    await agent.run_turn("Go.")
+    kinds = [e.type for e in log.events]
+    assert kinds[3:6] == ["message/assistant", "todo/write", "tool/result"]
+    # 2 user, then 3-5 (assistant, todo/write, result) in one commit, 6 answer + 7 end.
+    assert commits == [2, 5, 7]

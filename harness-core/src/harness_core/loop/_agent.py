@@ -231,8 +231,16 @@ class Agent:
                 usage=Usage(**response.usage) if response.usage else None,
             ),
         )
-        # Durable before any tool runs: after a crash the log knows which calls were made.
-        self.session.commit()
+        # Durable before any tool with effects outside the log runs, so that after a crash
+        # the log knows which calls were made. A response that runs none (a text answer, or
+        # only log-only tools such as todo_write) is committed with what follows it, at the
+        # next step boundary: a crash loses the call and its effect together.
+        if any(self._reaches_outside(call.name) for call in response.tool_calls):
+            self.session.commit()
+
+    def _reaches_outside(self, name: str) -> bool:
+        tool = self.tools.get(name)
+        return tool is not None and not tool.log_only
 
     # -- tool calls ------------------------------------------------------------------------
 

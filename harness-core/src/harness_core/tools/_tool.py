@@ -43,6 +43,11 @@ class Tool(ABC, Generic[ArgsT]):
     # An exclusive tool never runs beside another call of the same assistant message: its
     # calls run alone, in call order (todo_write is one: the later list must win).
     exclusive: ClassVar[bool] = False
+    # A log-only tool's sole effect is appending to the calling agent's session (todo_write).
+    # The loop need not make the assistant message durable before running it: a crash then
+    # loses the call and its effect together, which leaves a consistent log, and the step
+    # saves an fsync.
+    log_only: ClassVar[bool] = False
 
     @abstractmethod
     async def execute(self, args: ArgsT, ctx: ExecContext) -> ToolResult:
