@@ -1,0 +1,29 @@
+"""The `harness` command line (ARCHITECTURE §9): parse here, run the command module lazily.
+
+`harness --help` and `--version` stay fast: this module and `_parser` import only argparse,
+never pydantic, pluggy, rich, the openai SDK or a plugin (tests/test_cli_startup.py checks).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `harness` command and return its exit status."""
+    from ._parser import build_parser
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors end inside argparse
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    from ._app import dispatch
+
+    return dispatch(args)

@@ -1,0 +1,238 @@
+"""One invocation's wiring, and the error boundary every command runs inside.
+
+`App` builds what the commands share, in the order ARCHITECTURE §8 describes: the config of
+HARNESS_HOME, a plugin host with every installed plugin, the session store (which needs the
+plugins' event types), and on demand a model and an agent. `dispatch` turns each expected
+failure into one line on stderr and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import traceback
+from argparse import Namespace
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from ..config import Config, ConfigError
+from ..log import Event, SessionLocked, SessionLog, SessionNotFound, SessionStore, default_home
+from ..models import DeltaSink, Model, ModelError
+from ..models._presets import ModelConfigError, known_providers
+from ..plugins import PluginHost, PluginLoadError
+from ._present import one_line
+
+if TYPE_CHECKING:  # the loop (and anyio) load only for the commands that run turns
+    from ..loop import Agent
+
+__all__ = ["EXIT_CANCELLED", "EXIT_ERROR", "App", "CliError", "dispatch"]
+
+EXIT_ERROR: Final = 1
+EXIT_CANCELLED: Final = 130  # the shell convention for "stopped by SIGINT"
+EXIT_BROKEN_PIPE: Final = 141  # and for "stopped by SIGPIPE"
+
+# command -> (module, function); modules load only when their command runs (startup time).
+COMMANDS: Final = {
+    "run": ("_run", "run"),
+    "chat": ("_run", "chat"),
+    "demo": ("_demo", "demo"),
+    "sessions": ("_inspect", "sessions"),
+    "show": ("_inspect", "show"),
+    "todos": ("_inspect", "todos"),
+    "events": ("_inspect", "events"),
+    "plugins": ("_plugins", "plugins"),
+}
+
+NO_MODEL: Final = (
+    "no model chosen: pass --model SPEC (scripted:PATH, openai:MODEL or deepseek:MODEL), "
+    'set HARNESS_MODEL, or add model = "SPEC" to {config}'
+)
+
+EventSink = Callable[[SessionLog, Event], None]
+
+
+class CliError(Exception):
+    """An expected failure: printed as one line on stderr, with exit status `status`."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Failures a user can act on: their message is the whole story, no traceback.
+_EXPECTED: Final = (
+    CliError,
+    ConfigError,
+    ModelConfigError,
+    ModelError,
+    PluginLoadError,
+    SessionLocked,
+    SessionNotFound,
+    OSError,
+)
+
+
+def dispatch(args: Namespace) -> int:
+    """Run the parsed command; every failure becomes `harness: error: ...` and a status."""
+    _install_log_handler(quiet_plugins=args.command == "plugins")
+    module_name, function = COMMANDS[args.command]
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    command: Callable[[Namespace], int] = getattr(module, function)
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_CANCELLED
+    except BrokenPipeError:
+        # The reader went away (`harness events ID | head`): stop quietly with the status
+        # of a process ended by SIGPIPE, as cat does. Python would complain at exit when it
+        # flushes stdout again, so point stdout at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except _EXPECTED as exc:
+        _debug_traceback()
+        _error(_describe(exc))
+        return exc.status if isinstance(exc, CliError) else EXIT_ERROR
+    except Exception as exc:
+        _debug_traceback()
+        _error(f"internal error: {type(exc).__name__}: {exc} (HARNESS_DEBUG=1 shows the traceback)")
+        return EXIT_ERROR
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SessionNotFound):
+        return f"{exc.args[0] if exc.args else exc}; `harness sessions` lists the sessions"
+    if isinstance(exc, OSError) and not isinstance(exc, SessionLocked) and exc.filename:
+        return f"{exc.strerror or exc}: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"harness: error: {one_line(message, width=2000)}\n")
+    sys.stderr.flush()
+
+
+def _debug_traceback() -> None:
+    if os.environ.get("HARNESS_DEBUG") == "1":
+        traceback.print_exc(file=sys.stderr)
+
+
+class _StderrLines(logging.Handler):
+    """Log records as `harness: warning: ...`, one line each, on the current sys.stderr.
+
+    Looked up at emit time, not bound at install time, so the live display (which redirects
+    stderr while it runs) prints warnings above the plan strip instead of through it.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = one_line(record.getMessage(), width=2000)
+            sys.stderr.write(f"harness: {record.levelname.lower()}: {message}\n")
+            if record.exc_info and os.environ.get("HARNESS_DEBUG") == "1":
+                traceback.print_exception(*record.exc_info, file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
+def _install_log_handler(*, quiet_plugins: bool) -> None:
+    logger = logging.getLogger("harness")
+    if not any(isinstance(h, _StderrLines) for h in logger.handlers):
+        logger.addHandler(_StderrLines())
+    logger.setLevel(logging.DEBUG if os.environ.get("HARNESS_DEBUG") == "1" else logging.WARNING)
+    logger.propagate = False
+    # `harness plugins` reports rejections in its own output; a warning would say it twice.
+    logging.getLogger("harness.plugins").setLevel(
+        logging.ERROR if quiet_plugins else logging.NOTSET
+    )
+
+
+class App:
+    """HARNESS_HOME, its config, the plugin host and the session store of one invocation."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home if home is not None else default_home()
+        self.config = Config.load(self.home)
+        self.host = PluginHost(self.config)
+        self.records = self.host.load_entry_points()
+        self.store = SessionStore(self.home, self.host.event_types)
+
+    # -- the model -------------------------------------------------------------------------
+
+    def model_spec(self, flag: str | None) -> str:
+        """`--model`, else HARNESS_MODEL / config `model`, else a one-line error."""
+        spec = flag or self.config.get("model")
+        if not spec:
+            where = self.config.path or self.home / "config.toml"
+            raise CliError(NO_MODEL.format(config=where))
+        if not isinstance(spec, str):
+            raise CliError(
+                f"model (or HARNESS_MODEL) must be a string like openai:MODEL, got {spec!r}"
+            )
+        return spec
+
+    def model(self, flag: str | None, base_url: str | None) -> Model:
+        spec = self.model_spec(flag)
+        model = self.host.hooks.model(spec, {"base_url": base_url})
+        if model is None:
+            providers = ", ".join(f"{p}:" for p in known_providers())
+            raise CliError(
+                f"no installed plugin provides the model {spec!r}; built-in providers: "
+                f"{providers} (`harness plugins` lists the installed plugins)"
+            )
+        return model
+
+    # -- sessions and agents ---------------------------------------------------------------
+
+    def system_prompt(self) -> str | None:
+        configured = self.config.get("system_prompt")
+        if configured is not None:
+            return str(configured)
+        from .. import loop
+
+        # Read by name: harness_core.loop gained its default prompt alongside this host.
+        default: str | None = getattr(loop, "DEFAULT_SYSTEM_PROMPT", None)
+        return default
+
+    def max_steps(self) -> int:
+        from ..loop import DEFAULT_MAX_STEPS
+
+        value = self.config.get("max_steps", DEFAULT_MAX_STEPS)
+        if type(value) is not int or value < 1:
+            raise CliError(
+                f"max_steps (or HARNESS_MAX_STEPS) must be a positive integer, got {value!r}"
+            )
+        return value
+
+    def writer(self, session_id: str | None) -> SessionLog:
+        """The session to write: an existing one (locked), or a new one for this cwd."""
+        if session_id is not None:
+            return self.store.open(session_id)
+        return self.store.create(system_prompt=self.system_prompt(), cwd=os.getcwd())
+
+    def reader(self, session_id: str) -> SessionLog:
+        """A session opened for reading: no lock, so it works while a writer runs."""
+        return self.store.open(session_id, writable=False)
+
+    def agent(
+        self, log: SessionLog, model: Model, on_event: EventSink, on_delta: DeltaSink | None
+    ) -> Agent:
+        from ..loop import Agent
+
+        hooks = self.host.hooks
+
+        def observe(session: SessionLog, event: Event) -> None:
+            on_event(session, event)
+            hooks.event_appended(session, event)
+
+        return Agent(
+            log,
+            model,
+            self.host.tools,
+            max_steps=self.max_steps(),
+            services={"store": self.store},
+            on_event=observe,
+            on_delta=on_delta,
+        )

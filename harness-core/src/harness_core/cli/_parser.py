@@ -1,0 +1,108 @@
+"""The command line's grammar (ARCHITECTURE §9). argparse only: this runs for `--help`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from .._version import __version__
+
+__all__ = ["build_parser"]
+
+DESCRIPTION: Final = """\
+An agent harness: a model works through tools in a session whose every step is an event in
+an append-only log, and the todo list it plans with is shown live as a plan strip."""
+
+EPILOG: Final = """\
+environment:
+  HARNESS_HOME            data directory (sessions/, config.toml); default: per-user data dir
+  HARNESS_MODEL           default --model SPEC (or `model` in config.toml)
+  OPENAI_API_KEY          key for openai:MODEL (OPENAI_BASE_URL, OPENAI_MODEL optional)
+  DEEPSEEK_API_KEY        key for deepseek:MODEL (DEEPSEEK_BASE_URL, DEEPSEEK_MODEL optional)
+  HARNESS_DISABLE_PLUGINS comma-separated plugins not to load; HARNESS_LOAD_PLUGINS loads only these
+  HARNESS_STRICT_PLUGINS  1: a rejected plugin is an error instead of a warning
+
+model SPEC: scripted:PATH (a JSON script; no key, no network), openai:MODEL, deepseek:MODEL"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    run = commands.add_parser(
+        "run", help="one turn; a new session unless --session continues one", description=RUN
+    )
+    _model_options(run)
+    run.add_argument("--session", metavar="ID", help="continue this session")
+    run.add_argument("--json", action="store_true", help="stream the events as JSON Lines")
+    run.add_argument("prompt", metavar="PROMPT", help="what to ask (- reads it from stdin)")
+
+    chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
+    _model_options(chat)
+    chat.add_argument("--session", metavar="ID", help="continue this session")
+
+    demo = commands.add_parser(
+        "demo",
+        help="a scripted session: plans, runs tools, finishes (no key, no network)",
+        description=DEMO,
+    )
+    demo.add_argument("--fast", action="store_true", help="no pauses between the steps")
+
+    sessions = commands.add_parser("sessions", help="list sessions, newest first")
+    sessions.add_argument("--json", action="store_true", help="a JSON array of sessions")
+
+    show = commands.add_parser("show", help="a session's transcript")
+    show.add_argument("id", metavar="ID")
+    show.add_argument(
+        "--json", action="store_true", help="the message history the model would be sent next"
+    )
+
+    todos = commands.add_parser("todos", help="a session's todo list", description=TODOS)
+    todos.add_argument("id", metavar="ID")
+    todos.add_argument("--history", action="store_true", help="every revision and what changed")
+    output = todos.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help='{"todos": [...], "standing": bool}')
+    output.add_argument("--markdown", action="store_true", help="a Markdown checklist")
+
+    events = commands.add_parser("events", help="a session's events as JSON Lines")
+    events.add_argument("id", metavar="ID")
+
+    plugins = commands.add_parser(
+        "plugins", help="every discovered plugin: loaded, disabled or rejected, and why"
+    )
+    plugins.add_argument("--json", action="store_true", help="a JSON array of plugin records")
+    return parser
+
+
+def _model_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
+    )
+    command.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible endpoint")
+
+
+RUN: Final = """\
+Run one turn: the model answers PROMPT, calling tools as it goes, until it answers without a
+tool call. On a terminal the answer streams, each tool call gets a line and the plan strip
+shows the model's todo list. --json streams the session's events as JSON Lines instead.
+Exit status: 0 when the turn completed, 1 on an error, 130 when cancelled with Ctrl-C."""
+
+CHAT: Final = """\
+A prompt loop on one session. Ctrl-C cancels the running turn and keeps the chat open;
+Ctrl-D or `exit` leaves. Prompts are kept in $HARNESS_HOME/chat_history."""
+
+DEMO: Final = """\
+Run the embedded scripted session: the model plans with todo_write, runs a few harmless bash
+commands, updates the plan as it goes and finishes. It needs no key and no network. The
+session is saved under a temporary HARNESS_HOME unless HARNESS_HOME is set."""
+
+TODOS: Final = """\
+The session's current todo list. It is *standing* (shown in the plan strip) when no turn has
+started since it was written. --history lists every revision and what changed, including
+tasks dropped while unfinished."""

@@ -1,0 +1,44 @@
+"""`harness plugins`: every discovered plugin, loaded, disabled or rejected, and why.
+
+It loads plugins exactly as every other command does, so what it reports is what `run` gets;
+a plugin that fails to import is reported here, never fatal (unless HARNESS_STRICT_PLUGINS=1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from argparse import Namespace
+
+from ..plugins import PluginRecord
+from ._app import App
+from ._present import one_line
+
+__all__ = ["plugins"]
+
+
+def plugins(args: Namespace) -> int:
+    app = App()
+    records = list(app.host.records.values())
+    if args.json:
+        payload = [dataclasses.asdict(record) for record in records]
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    for record in records:
+        print("\n".join(_describe(record)))
+    return 0
+
+
+def _describe(record: PluginRecord) -> list[str]:
+    dist = f"{record.dist} {record.version}".strip()
+    head = f"{record.name} ({dist}, entry point {record.entry_point}): {record.status}"
+    if record.status == "loaded":
+        lines = [f"{head} in {record.load_ms:.1f} ms"]
+        lines.append(f"  tools: {', '.join(record.tools) or '(none)'}")
+        lines.append(f"  hooks: {', '.join(record.hooks) or '(none)'}")
+        return lines
+    lines = [head, f"  reason: {one_line(record.reason or '', width=2000)}"]
+    if record.fix:
+        lines.append(f"  fix: {one_line(record.fix, width=2000)}")
+    return lines

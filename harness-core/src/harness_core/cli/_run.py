@@ -1,0 +1,161 @@
+"""`harness run` (one turn) and `harness chat` (a prompt loop), both on one session."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from argparse import Namespace
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+from ..log import SessionLog
+from ..loop import TurnOutcome
+from ..models import Model
+from ._app import EXIT_CANCELLED, App, CliError
+from ._strip import PlanStrip
+from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
+
+__all__ = ["chat", "run", "run_session"]
+
+EXIT_WORDS: Final = frozenset({"exit", "quit", ":q"})
+HISTORY_LENGTH: Final = 1000
+
+
+def run(args: Namespace) -> int:
+    app = App()
+    prompt = _prompt(args.prompt)
+    model = app.model(args.model, args.base_url)  # before the session: a bad spec leaves none
+    with app.writer(args.session) as log:
+        view = choose_view(app, json_lines=args.json, echo_prompt=True)
+        outcome = run_session(app, log, model, view, [prompt], resumed=args.session is not None)
+        if not args.json:
+            view.note(f"session {log.session_id} · continue it: {resume_command(log)}")
+    return turn_status(outcome[-1], model)
+
+
+def run_session(
+    app: App,
+    log: SessionLog,
+    model: Model,
+    view: TurnView,
+    prompts: list[str],
+    *,
+    resumed: bool,
+) -> list[TurnOutcome]:
+    """Run `prompts` as consecutive turns on `log`, rendered by `view` (run and demo)."""
+    view.bind(log)
+    if resumed:
+        view.standing_plan(PlanStrip.replay(log.events).todos)
+    else:
+        # session/start was appended (by SessionStore.create) before anyone was watching.
+        view.on_event(log, log.events[0])
+        app.host.hooks.event_appended(log, log.events[0])
+    outcomes = []
+    with loop_thread(model) as running:
+        driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
+        for prompt in prompts:
+            outcomes.append(driver.run(prompt, report=False))
+            if outcomes[-1].status != "completed":
+                break
+    return outcomes
+
+
+def turn_status(outcome: TurnOutcome, model: Model) -> int:
+    """The exit status of a run: 0 only for a completed turn that used its whole script."""
+    if outcome.status == "cancelled":
+        raise CliError("the turn was cancelled; the session keeps what it did", EXIT_CANCELLED)
+    if outcome.status != "completed":
+        raise CliError(f"the turn ended with {outcome.status}: {outcome.error or 'no detail'}")
+    left = unconsumed_steps(model)
+    if left:
+        raise CliError(
+            f"the turn completed but {left} scripted step(s) were never used ({model.name}); "
+            "a script must end with its turn"
+        )
+    return 0
+
+
+def resume_command(log: SessionLog) -> str:
+    return f"harness run --session {log.session_id} PROMPT"
+
+
+def _prompt(raw: str) -> str:
+    prompt = sys.stdin.read() if raw == "-" else raw
+    if not prompt.strip():
+        raise CliError("the prompt is empty: pass the text to send, or - to read it from stdin")
+    return prompt
+
+
+# -- chat ------------------------------------------------------------------------------------
+
+
+def chat(args: Namespace) -> int:
+    app = App()
+    model = app.model(args.model, args.base_url)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    with (
+        app.writer(args.session) as log,
+        loop_thread(model) as running,
+        _history(app.home, interactive),
+    ):
+        view = choose_view(app, json_lines=False, echo_prompt=not interactive)
+        view.bind(log)
+        if args.session is not None:
+            view.standing_plan(PlanStrip.replay(log.events).todos)
+        if interactive:
+            view.note(f"session {log.session_id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
+        driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
+        outcomes = [driver.run(prompt, report=True) for prompt in _prompts(interactive)]
+        view.note(
+            f"session {log.session_id} · continue it: harness chat --session {log.session_id}"
+        )
+    failed = [o for o in outcomes if o.status in ("error", "max_steps")]
+    if failed:
+        raise CliError(f"{len(failed)} of {len(outcomes)} turns ended with an error (shown above)")
+    left = unconsumed_steps(model)
+    if left:
+        raise CliError(f"the chat ended with {left} scripted step(s) of {model.name} unused")
+    return 0
+
+
+def _prompts(interactive: bool) -> Iterator[str]:
+    """Lines typed at the prompt until Ctrl-D or an exit word; Ctrl-C clears the line."""
+    prompt = "› " if interactive else ""  # piped input gets no prompt in its transcript
+    while True:
+        try:
+            line = input(prompt)
+        except EOFError:
+            if prompt:
+                print()
+            return
+        except KeyboardInterrupt:
+            print()
+            continue
+        if line.strip() in EXIT_WORDS:
+            return
+        if line.strip():
+            yield line
+
+
+@contextlib.contextmanager
+def _history(home: Path, interactive: bool) -> Iterator[None]:
+    """Readline line editing and a prompt history kept in HARNESS_HOME (terminals only)."""
+    if not interactive:
+        yield
+        return
+    try:
+        import readline
+    except ImportError:  # a Python built without readline: plain input() still works
+        yield
+        return
+    path = home / "chat_history"
+    with contextlib.suppress(OSError):
+        readline.read_history_file(path)
+    readline.set_history_length(HISTORY_LENGTH)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            home.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(path)

@@ -1,0 +1,147 @@
+"""Running turns from a terminal: the event loop in a worker thread, the terminal in the main one.
+
+The main thread keeps what only it can do well: the readline prompt of `chat` (readline is
+used only on the main thread) and SIGINT. The agent runs on an anyio blocking portal, whose
+event loop lives as long as the command, so a model's HTTP connections survive from one chat
+turn to the next. Ctrl-C during a turn cancels that turn's cancel scope: the loop ends it as
+`cancelled` with every open call answered, and the prompt comes back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from ..log import Event, SessionLog
+from ..loop import Agent, TurnOutcome
+from ..models import Model
+from ._strip import Todo
+
+if TYPE_CHECKING:
+    from ._app import App
+
+__all__ = ["TurnDriver", "TurnView", "choose_view", "loop_thread", "unconsumed_steps"]
+
+
+class TurnView(Protocol):
+    """What a command shows while turns run: live (TTY), plain lines, or JSON Lines."""
+
+    def bind(self, session: SessionLog) -> None:
+        """The session the user drives; events of other sessions (subagents) are nested."""
+
+    def standing_plan(self, todos: tuple[Todo, ...]) -> None:
+        """Show the plan a resumed session still stands on, before the new turn starts."""
+
+    def turn_started(self) -> None: ...
+
+    def on_event(self, session: SessionLog, event: Event) -> None: ...
+
+    def on_delta(self, kind: Literal["text", "reasoning"], chunk: str) -> None: ...
+
+    def turn_finished(self, outcome: TurnOutcome, *, report: bool) -> None:
+        """The turn is over; `report` asks the view to say how a failed turn ended."""
+
+    def note(self, text: str) -> None:
+        """A line for the person at the terminal (resume hints); JSON output drops it."""
+
+
+def choose_view(app: App, *, json_lines: bool, echo_prompt: bool) -> TurnView:
+    """JSON Lines for scripts, the live display on a terminal, plain lines otherwise."""
+    if json_lines:
+        from ._plain import JsonLinesView
+
+        return JsonLinesView(sys.stdout)
+    if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
+        from ._render import LiveView
+
+        return LiveView(app.host.tools, echo_prompt=echo_prompt)
+    from ._plain import PlainView
+
+    return PlainView(app.host.tools, sys.stdout)
+
+
+@contextmanager
+def loop_thread(model: Model) -> Iterator[BlockingPortal]:
+    """The event loop the command's turns run on, in a worker thread; closes `model` after.
+
+    The model's client (HTTP connections) belongs to this loop, so it is closed on it.
+    """
+    with start_blocking_portal() as running:
+        try:
+            yield running
+        finally:
+            aclose = getattr(model, "aclose", None)
+            if callable(aclose):
+                running.call(aclose)
+
+
+class TurnDriver:
+    """Runs one agent's turns on the portal, with Ctrl-C cancelling the running turn."""
+
+    def __init__(self, portal: BlockingPortal, agent: Agent, view: TurnView) -> None:
+        self.portal = portal
+        self.agent = agent
+        self.view = view
+        self._scope: anyio.CancelScope | None = None
+        self._cancel_requested = False
+
+    def run(self, prompt: str, *, report: bool) -> TurnOutcome:
+        """One turn, blocking the main thread until it ends (cancelled turns included)."""
+        self._cancel_requested = False
+        self.view.turn_started()
+        outcome: TurnOutcome | None = None
+        try:
+            future = self.portal.start_task_soon(self._turn, prompt)
+            with self._sigint_cancels():
+                outcome = future.result()
+        finally:
+            finished = outcome or TurnOutcome("cancelled", error="cancelled")
+            self.view.turn_finished(finished, report=report)
+        return finished
+
+    async def _turn(self, prompt: str) -> TurnOutcome | None:
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self._cancel_requested:  # Ctrl-C arrived before the turn got going
+                scope.cancel()
+            try:
+                return await self.agent.run_turn(prompt)
+            finally:
+                self._scope = None
+        return None  # the scope absorbed our cancellation; the log has turn/end cancelled
+
+    def _cancel(self) -> None:
+        """Runs on the event loop's thread (cancel scopes are not thread-safe)."""
+        self._cancel_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    @contextmanager
+    def _sigint_cancels(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread may set signal handlers (an embedding host's thread)
+            return
+
+        def on_sigint(signum: int, frame: FrameType | None) -> None:
+            self.portal.call(self._cancel)
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def unconsumed_steps(model: Model) -> int:
+    """Steps a scripted model still holds after a run (a contract error, ARCHITECTURE §9)."""
+    remaining = getattr(model, "remaining", 0)
+    return remaining if isinstance(remaining, int) else 0

@@ -1,0 +1,119 @@
+"""`harness chat`: a prompt loop on one session; Ctrl-C cancels a turn, Ctrl-D leaves."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from test_cli_support import (
+    Terminal,
+    bash_call,
+    one_error_line,
+    read_events,
+    run_cli,
+    session_ids,
+    todo_call,
+    write_script,
+)
+
+
+def test_piped_chat_runs_one_turn_a_line_on_one_session(tmp_path: Path, harness_home: Path) -> None:
+    """Each input line is a turn of the same session; `exit` leaves before later lines."""
+    steps = [
+        {"tool_calls": [todo_call(("Answer", "in_progress"))]},
+        {"text": "First answer."},
+        {"text": "Second answer."},
+    ]
+    result = run_cli(
+        "chat",
+        "--model",
+        write_script(tmp_path / "s.json", steps),
+        input="one\n\ntwo\nexit\nthree\n",
+    )
+    assert result.returncode == 0, result.stderr
+    (session,) = session_ids(harness_home)
+    assert result.stdout.splitlines() == [
+        "› one",
+        "Plan · 0/1 done",
+        "  ▶ Answer",
+        "✓ todo_write 0/1 done · now: Answer",
+        "First answer.",
+        "› two",
+        "Second answer.",
+        f"session {session} · continue it: harness chat --session {session}",
+    ]
+    starts = [e["turn"] for e in read_events(harness_home, session) if e["type"] == "turn/start"]
+    assert starts == [1, 2]
+
+
+def test_chat_session_resumes_with_the_standing_plan(tmp_path: Path, harness_home: Path) -> None:
+    """chat --session continues a session, showing the plan it stands on first."""
+    first = [{"tool_calls": [todo_call(("Keep going", "in_progress"))]}, {"text": "ok"}]
+    assert (
+        run_cli("run", "--model", write_script(tmp_path / "1.json", first), "start").returncode == 0
+    )
+    (session,) = session_ids(harness_home)
+    model = write_script(tmp_path / "2.json", [{"text": "resumed"}])
+    result = run_cli("chat", "--session", session, "--model", model, input="go on\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:4] == [
+        "Plan · 0/1 done (standing, from the last turn)",
+        "  ▶ Keep going",
+        "› go on",
+        "resumed",
+    ]
+
+
+def test_a_failed_turn_is_reported_and_the_chat_exits_non_zero(tmp_path: Path) -> None:
+    """A turn ending in error is shown in the transcript; the exit status says so."""
+    model = write_script(tmp_path / "s.json", [{"text": "only one"}])
+    result = run_cli("chat", "--model", model, input="a\nb\n")
+    assert "1 of 2 turns ended with an error" in one_error_line(result)
+    assert "turn ended: error: " in result.stdout
+
+
+def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """On a terminal: Ctrl-C stops a long tool call; the next prompt runs; Ctrl-D leaves."""
+    steps = [
+        {"tool_calls": [bash_call("sleep 60")]},
+        {"text": "After the cancel."},
+    ]
+    terminal = Terminal("chat", "--model", write_script(tmp_path / "s.json", steps))
+    terminal.expect("Ctrl-D or exit leaves")
+    terminal.send(b"slow one\r")
+    terminal.expect("⋯ $ sleep 60")
+    # The line shows when the model asks for the call; give bash a moment to start, so the
+    # Ctrl-C lands on a running command (as a person's would), not on its fork.
+    time.sleep(1)
+    terminal.send(b"\x03")
+    terminal.expect(lambda t: t.lines[t.row_of("turn cancelled") + 1] == "›", timeout=10)
+    terminal.send(b"next\r")
+    terminal.expect(lambda t: t.lines[t.row_of("After the cancel.") + 1] == "›")
+    terminal.send(b"\x04")  # only once the prompt is back: a terminal drops an early Ctrl-D
+    assert terminal.wait(timeout=20) == 0, terminal.text
+    assert terminal.row_of("✗ $ sleep 60") < terminal.row_of("turn cancelled")
+    (session,) = session_ids(harness_home)
+    ends = [
+        e["data"]["status"] for e in read_events(harness_home, session) if e["type"] == "turn/end"
+    ]
+    assert ends == ["cancelled", "completed"]
+    history = (harness_home / "chat_history").read_text().splitlines()
+    assert history[-2:] == ["slow one", "next"]  # readline history, kept for the next chat
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_chat(tmp_path: Path) -> None:
+    """Ctrl-C with no turn running abandons the typed line; `exit` then leaves cleanly."""
+    model = write_script(tmp_path / "s.json", [{"text": "Only this."}])
+    terminal = Terminal("chat", "--model", model)
+    terminal.expect("Ctrl-D or exit leaves")
+    terminal.send(b"never sent")
+    terminal.expect("never sent")
+    terminal.send(b"\x03")
+    terminal.expect(lambda t: t.lines[t.row_of("never sent") + 1] == "›")  # a fresh prompt
+    terminal.send(b"real\r")
+    terminal.expect(lambda t: t.lines[t.row_of("Only this.") + 1] == "›")
+    terminal.send(b"exit\r")
+    assert terminal.wait(timeout=20) == 0, terminal.text
+    assert "› real" in terminal.text

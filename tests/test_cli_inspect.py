@@ -1,0 +1,335 @@
+"""The read-only commands: `sessions`, `show`, `events`, `todos`; none needs the writer lock."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_core.testing.openai_server import OpenAIServer, reply
+from test_cli_support import (
+    bash_call,
+    child_env,
+    one_error_line,
+    read_events,
+    run_cli,
+    session_ids,
+    todo_call,
+    write_script,
+)
+
+PLAN = [
+    {
+        "text": "Plan first.",
+        "tool_calls": [
+            todo_call(
+                ("Read the code", "in_progress"), ("Write a test", "pending"), ("Ship", "pending")
+            )
+        ],
+    },
+    {"tool_calls": [bash_call("printf 'one\\ntwo\\n'")]},
+    {"tool_calls": [todo_call(("Read the code", "completed"), ("Write the tests", "in_progress"))]},
+    {"text": "Half way."},
+]
+
+
+def new_session(home: Path, script: Path) -> str:
+    """A session with one turn that planned, ran a command and revised the plan."""
+    model = write_script(script, PLAN)
+    result = run_cli("run", "--model", model, "work", env={"HARNESS_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    return session_ids(home)[-1]
+
+
+@pytest.fixture(scope="module")
+def shared_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One such session for the tests that only read it (each run costs a process start)."""
+    home = tmp_path_factory.mktemp("shared") / "harness-home"
+    return home, new_session(home, home.parent / "plan.json")
+
+
+@pytest.fixture
+def shared(shared_home: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The shared session's id, with HARNESS_HOME pointing at its home for this test."""
+    home, session_id = shared_home
+    monkeypatch.setenv("HARNESS_HOME", str(home))
+    return session_id
+
+
+@pytest.fixture
+def session(tmp_path: Path, harness_home: Path) -> str:
+    """A session of this test's own, for tests that add to it."""
+    return new_session(harness_home, tmp_path / "plan.json")
+
+
+@pytest.fixture
+def locked(shared: str) -> Iterator[str]:
+    """The shared session, with another process's writer lock held on it for the test."""
+    fd = os.open(Path(os.environ["HARNESS_HOME"]) / "sessions" / f"{shared}.jsonl", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    yield shared
+    os.close(fd)
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+def test_sessions_lists_newest_first_with_the_first_prompt(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """Two sessions: the one active most recently comes first, titled by its first prompt."""
+    for prompt in ("older", "newer"):
+        assert (
+            run_cli(
+                "run", "--model", write_script(tmp_path / "s.json", [{"text": "k"}]), prompt
+            ).returncode
+            == 0
+        )
+    older, newer = session_ids(harness_home)
+    listed = json.loads(run_cli("sessions", "--json").stdout)
+    assert [(s["id"], s["title"]) for s in listed] == [(newer, "newer"), (older, "older")]
+    assert set(listed[0]) == {
+        "id",
+        "created",
+        "updated",
+        "events",
+        "title",
+        "parent_session",
+        "path",
+    }
+    plain = run_cli("sessions").stdout.splitlines()
+    assert plain[0].split() == ["ID", "UPDATED", "EVENTS", "TITLE"]
+    assert plain[1].startswith(newer) and plain[1].endswith("newer")
+
+
+def test_sessions_shows_the_parent_of_a_subagent_session(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """A subagent's own session is listed with the session that spawned it."""
+    steps = [
+        {"tool_calls": [{"name": "subagent", "arguments": {"task": "look around"}}]},
+        {"text": "child answer"},
+        {"text": "parent answer"},
+    ]
+    assert (
+        run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "delegate").returncode
+        == 0
+    )
+    listed = {s["id"]: s for s in json.loads(run_cli("sessions", "--json").stdout)}
+    (child,) = [s for s in listed.values() if s["parent_session"]]
+    assert child["parent_session"] in listed
+    assert child["title"] == "look around"
+    line = next(
+        line for line in run_cli("sessions").stdout.splitlines() if line.startswith(child["id"])
+    )
+    assert f"↳ {child['parent_session']}: look around" in line
+
+
+def test_sessions_on_an_empty_home_says_so(harness_home: Path) -> None:
+    """No sessions yet: a friendly line (and [] with --json), exit 0."""
+    result = run_cli("sessions")
+    assert (result.returncode, result.stdout.strip()) == (
+        0,
+        f"no sessions yet in {harness_home / 'sessions'}",
+    )
+    assert json.loads(run_cli("sessions", "--json").stdout) == []
+
+
+# -- show and events -------------------------------------------------------------------------
+
+
+def test_show_prints_the_transcript(shared: str) -> None:
+    """The transcript: header, turn marks, prompt, text, calls with their output, plans."""
+    lines = run_cli("show", shared).stdout.splitlines()
+    assert lines[0].startswith(f"session {shared} · created ")
+    assert lines[2:13] == [
+        "── turn 1 ──",
+        "› work",
+        "Plan first.",
+        "Plan · 0/3 done",
+        "  ▶ Read the code",
+        "  ☐ Write a test",
+        "  ☐ Ship",
+        "✓ todo_write 0/3 done · now: Read the code",
+        "    Updated todo list: 2 pending, 1 in progress, 0 completed.",
+        "✓ $ printf 'one\\ntwo\\n'  exit 0",
+        "    one",
+    ]
+    assert lines[-2:] == ["Half way.", "── turn 1 completed ──"]
+
+
+def test_show_json_is_what_the_model_is_sent_next(
+    session: str, openai_server: OpenAIServer
+) -> None:
+    """`show --json` plus the new prompt is exactly the next request's message list."""
+    before = json.loads(run_cli("show", session, "--json").stdout)
+    assert [m["role"] for m in before] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    openai_server.expect(reply("Sure."))
+    result = run_cli(
+        "run",
+        "--session",
+        session,
+        "--model",
+        "openai:test-model",
+        "next",
+        env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai_server.base_url},
+    )
+    assert result.returncode == 0, result.stderr
+    (request,) = openai_server.requests
+    assert request.messages == [*map(as_sent, before), {"role": "user", "content": "next"}]
+
+
+def as_sent(message: dict[str, Any]) -> dict[str, Any]:
+    """The wire form: the API spells "no text, only calls" as null content."""
+    if message["role"] == "assistant" and message.get("tool_calls") and not message["content"]:
+        return {**message, "content": None}
+    return message
+
+
+def test_events_prints_the_envelopes_as_on_disk(shared: str) -> None:
+    """`events` prints one envelope a line, byte for byte the session file's lines."""
+    home = Path(os.environ["HARNESS_HOME"])
+    result = run_cli("events", shared)
+    assert result.stdout == (home / "sessions" / f"{shared}.jsonl").read_text()
+    seqs = [e["seq"] for e in read_events(home, shared)]
+    assert seqs == list(range(len(result.stdout.splitlines())))
+
+
+def test_readers_work_while_a_writer_holds_the_lock(locked: str) -> None:
+    """show, events, todos and sessions never take the writer lock."""
+    for args in (["show", locked], ["events", locked], ["todos", locked], ["sessions"]):
+        result = run_cli(*args)
+        assert result.returncode == 0, (args, result.stderr)
+
+
+def test_show_flags_a_turn_left_open(harness_home: Path, session: str) -> None:
+    """A turn a crashed process left open is pointed out, and the history stays well formed."""
+    path = harness_home / "sessions" / f"{session}.jsonl"
+    events = read_events(harness_home, session)
+    seq = len(events)
+    crashed = [
+        {"seq": seq, "type": "turn/start", "ts": "2026-01-01T00:00:00.000Z", "data": {}, "turn": 2},
+        {
+            "seq": seq + 1,
+            "type": "message/user",
+            "ts": "2026-01-01T00:00:00.000Z",
+            "data": {"text": "again"},
+            "turn": 2,
+        },
+        {
+            "seq": seq + 2,
+            "type": "message/assistant",
+            "ts": "2026-01-01T00:00:00.000Z",
+            "turn": 2,
+            "data": {"text": None, "tool_calls": [{"id": "c9", "name": "bash", "arguments": "{}"}]},
+        },
+    ]
+    with path.open("a") as handle:
+        handle.writelines(json.dumps(e) + "\n" for e in crashed)
+    assert run_cli("show", session).stdout.splitlines()[-1].startswith("(a turn is still open")
+    messages = json.loads(run_cli("show", session, "--json").stdout)
+    assert messages[-1]["role"] == "tool" and messages[-1]["tool_call_id"] == "c9"
+
+
+def test_unknown_session_ids_are_one_line_errors() -> None:
+    """show, events and todos with an unknown id fail with one line and status 1."""
+    for command in ("show", "events", "todos"):
+        line = one_error_line(run_cli(command, "20200101-000000-abcdef"))
+        assert "no session '20200101-000000-abcdef'" in line
+    assert "is not a session id" in one_error_line(run_cli("show", "../etc/passwd"))
+
+
+# -- todos -----------------------------------------------------------------------------------
+
+
+def test_todos_prints_the_current_list_and_whether_it_stands(tmp_path: Path, session: str) -> None:
+    """The checklist and its standing; after a turn without a write it no longer stands."""
+    assert run_cli("todos", session).stdout.splitlines() == [
+        "1/2 done (standing: the plan strip shows it)",
+        "☑ Read the code",
+        "▶ Write the tests",
+    ]
+    assert json.loads(run_cli("todos", session, "--json").stdout) == {
+        "todos": [
+            {"content": "Read the code", "status": "completed"},
+            {"content": "Write the tests", "status": "in_progress"},
+        ],
+        "standing": True,
+    }
+    model = write_script(tmp_path / "more.json", [{"text": "no plan this time"}])
+    assert run_cli("run", "--session", session, "--model", model, "more").returncode == 0
+    exported = json.loads(run_cli("todos", session, "--json").stdout)
+    assert exported["standing"] is False
+    assert len(exported["todos"]) == 2
+    assert run_cli("todos", session).stdout.startswith("1/2 done (from an earlier turn)")
+
+
+def test_todos_markdown_is_a_checklist(shared: str) -> None:
+    """--markdown: GitHub task list syntax, the active task in bold."""
+    assert run_cli("todos", shared, "--markdown").stdout.splitlines() == [
+        "- [x] Read the code",
+        "- [ ] **Write the tests**",
+    ]
+
+
+def test_todos_history_names_every_change(shared: str) -> None:
+    """--history lists each revision with what changed, unfinished tasks dropped included."""
+    revisions = json.loads(run_cli("todos", shared, "--history", "--json").stdout)
+    assert len(revisions) == 2
+    assert [(c["kind"], c["content"], c["previous"]) for c in revisions[1]["changes"]] == [
+        ("completed", "Read the code", None),
+        ("reworded", "Write the tests", "Write a test"),
+        ("started", "Write the tests", None),
+        ("dropped", "Ship", None),
+    ]
+    plain = run_cli("todos", shared, "--history").stdout
+    assert plain.startswith("revision 1 · seq ")
+    assert "revision 2 · seq " in plain
+    assert '  dropped unfinished "Ship"' in plain
+
+
+def test_todos_of_a_session_without_a_plan(tmp_path: Path, harness_home: Path) -> None:
+    """No todo/write yet: a plain note, the empty export, an empty history."""
+    model = write_script(tmp_path / "s.json", [{"text": "hi"}])
+    assert run_cli("run", "--model", model, "hi").returncode == 0
+    session = session_ids(harness_home)[-1]
+    assert run_cli("todos", session).stdout.strip() == "no todo list in this session yet"
+    assert json.loads(run_cli("todos", session, "--json").stdout) == {
+        "todos": [],
+        "standing": False,
+    }
+    assert json.loads(run_cli("todos", session, "--history", "--json").stdout) == []
+
+
+def test_todos_without_the_todo_plugin_is_a_clear_error(shared: str) -> None:
+    """harness-tool-todo not importable: one line saying which distribution to install."""
+    code = (
+        "import sys\n"
+        "sys.modules['harness_tool_todo'] = None  # as if the distribution were not installed\n"
+        "from harness_core.cli import main\n"
+        f"sys.exit(main(['todos', {shared!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1].startswith(
+        "harness: error: `harness todos` needs the harness-tool-todo plugin"
+    )
+    assert "pip install harness-tool-todo" in result.stderr

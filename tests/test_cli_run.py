@@ -1,0 +1,302 @@
+"""`harness run` through a subprocess with scripted models: output, JSON Lines, exit status."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from test_cli_support import (
+    HARNESS,
+    bash_call,
+    child_env,
+    one_error_line,
+    read_events,
+    run_cli,
+    session_ids,
+    todo_call,
+    write_script,
+)
+
+PLAN_AND_RUN = [
+    {"text": "Planning.", "tool_calls": [todo_call(("Look", "in_progress"), ("Fix", "pending"))]},
+    {"tool_calls": [bash_call("echo hello")]},
+    {"text": "All done."},
+]
+
+
+def test_run_prints_text_tool_lines_and_the_plan(tmp_path: Path, harness_home: Path) -> None:
+    """Off a terminal: the prompt, the text, a ✓ line per call and the plan as a block."""
+    model = write_script(tmp_path / "s.json", PLAN_AND_RUN)
+    result = run_cli("run", "--model", model, "fix the bug")
+    assert result.returncode == 0, result.stderr
+    (session,) = session_ids(harness_home)
+    assert result.stdout.splitlines() == [
+        "› fix the bug",
+        "Planning.",
+        "Plan · 0/2 done",
+        "  ▶ Look",
+        "  ☐ Fix",
+        "✓ todo_write 0/2 done · now: Look",
+        "✓ $ echo hello  exit 0",
+        "All done.",
+        f"session {session} · continue it: harness run --session {session} PROMPT",
+    ]
+    assert result.stderr == ""
+    assert "\x1b" not in result.stdout  # no control codes off a terminal
+
+
+def test_a_failed_call_gets_a_cross_and_the_error(tmp_path: Path) -> None:
+    """Malformed arguments are an error result: ✗, then the first line the model reads."""
+    model = write_script(
+        tmp_path / "s.json",
+        [{"tool_calls": [{"name": "bash", "arguments": "{not json"}]}, {"text": "Sorry."}],
+    )
+    result = run_cli("run", "--model", model, "go")
+    assert result.returncode == 0
+    assert "✗ bash (invalid arguments)  Error: the arguments for bash are not valid JSON" in (
+        result.stdout
+    )
+
+
+def test_run_session_continues_and_shows_the_standing_plan(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """--session appends a turn to the same log and first shows the plan it stands on."""
+    first = write_script(tmp_path / "1.json", PLAN_AND_RUN)
+    assert run_cli("run", "--model", first, "start").returncode == 0
+    (session,) = session_ids(harness_home)
+    second = write_script(tmp_path / "2.json", [{"text": "Still here."}])
+    result = run_cli("run", "--session", session, "--model", second, "and now?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:4] == [
+        "Plan · 0/2 done (standing, from the last turn)",
+        "  ▶ Look",
+        "  ☐ Fix",
+        "› and now?",
+    ]
+    assert session_ids(harness_home) == [session]
+    turns = [e["turn"] for e in read_events(harness_home, session) if e["type"] == "turn/start"]
+    assert turns == [1, 2]
+
+
+def test_json_streams_the_on_disk_envelopes(tmp_path: Path, harness_home: Path) -> None:
+    """--json prints exactly the session file's lines, session/start included, on stdout only."""
+    model = write_script(tmp_path / "s.json", PLAN_AND_RUN)
+    result = run_cli("run", "--json", "--model", model, "go")
+    assert result.returncode == 0
+    (session,) = session_ids(harness_home)
+    on_disk = (harness_home / "sessions" / f"{session}.jsonl").read_text().splitlines()
+    assert result.stdout.splitlines() == on_disk
+    assert [json.loads(line)["type"] for line in on_disk][:3] == [
+        "session/start",
+        "turn/start",
+        "message/user",
+    ]
+    assert result.stderr == ""
+
+
+def test_json_lines_arrive_while_the_turn_runs(tmp_path: Path) -> None:
+    """The first events reach stdout before a slow tool call has finished."""
+    model = write_script(
+        tmp_path / "s.json", [{"tool_calls": [bash_call("sleep 3")]}, {"text": "ok"}]
+    )
+    with subprocess.Popen(
+        [HARNESS, "run", "--json", "--model", model, "go"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    ) as process:
+        assert process.stdout is not None
+        started = time.monotonic()
+        seen = [json.loads(process.stdout.readline())["type"] for _ in range(4)]
+        assert seen == ["session/start", "turn/start", "message/user", "message/assistant"]
+        assert process.poll() is None  # bash is still sleeping: this was streamed, not buffered
+        assert time.monotonic() - started < 3
+        rest = [json.loads(line)["type"] for line in process.stdout]
+    assert process.returncode == 0
+    assert rest == ["tool/result", "message/assistant", "turn/end"]
+
+
+def test_json_of_a_continued_session_streams_only_new_events(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """Continuing a session streams the events this run appended, starting at turn/start."""
+    assert (
+        run_cli("run", "--model", write_script(tmp_path / "1.json", PLAN_AND_RUN), "a").returncode
+        == 0
+    )
+    (session,) = session_ids(harness_home)
+    model = write_script(tmp_path / "2.json", [{"text": "b"}])
+    result = run_cli("run", "--json", "--session", session, "--model", model, "b")
+    seqs = [json.loads(line)["seq"] for line in result.stdout.splitlines()]
+    before = len(read_events(harness_home, session)) - len(seqs)
+    assert seqs == list(range(before, before + 4))
+
+
+def test_prompt_dash_reads_stdin(tmp_path: Path) -> None:
+    """PROMPT `-` takes the prompt from stdin (scripts, long prompts)."""
+    model = write_script(tmp_path / "s.json", [{"text": "read it"}])
+    result = run_cli("run", "--model", model, "-", input="a long\nprompt\n")
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[:2] == ["› a long", "  prompt"]
+
+
+def test_the_model_comes_from_env_then_config(tmp_path: Path, harness_home: Path) -> None:
+    """Without --model: HARNESS_MODEL, else `model` in $HARNESS_HOME/config.toml."""
+    by_env = write_script(tmp_path / "env.json", [{"text": "from env"}])
+    result = run_cli("run", "hi", env={"HARNESS_MODEL": by_env})
+    assert "from env" in result.stdout
+    by_config = write_script(tmp_path / "config.json", [{"text": "from config"}])
+    harness_home.mkdir(parents=True, exist_ok=True)
+    (harness_home / "config.toml").write_text(f'model = "{by_config}"\n')
+    assert "from config" in run_cli("run", "hi").stdout
+    assert "from env" in run_cli("run", "hi", env={"HARNESS_MODEL": by_env}).stdout
+
+
+def test_config_system_prompt_and_cwd_go_into_session_start(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """A new session records the configured system prompt and the working directory."""
+    harness_home.mkdir(parents=True)
+    (harness_home / "config.toml").write_text('system_prompt = "Be brief."\n')
+    model = write_script(tmp_path / "s.json", [{"text": "ok"}])
+    assert run_cli("run", "--model", model, "hi", cwd=tmp_path).returncode == 0
+    (session,) = session_ids(harness_home)
+    start = read_events(harness_home, session)[0]["data"]
+    assert (start["system_prompt"], start["cwd"]) == ("Be brief.", str(tmp_path))
+
+
+def test_default_system_prompt_is_the_loops(tmp_path: Path, harness_home: Path) -> None:
+    """Without config, a new session gets the loop's default system prompt."""
+    from harness_core.loop import DEFAULT_SYSTEM_PROMPT
+
+    model = write_script(tmp_path / "s.json", [{"text": "ok"}])
+    assert run_cli("run", "--model", model, "hi").returncode == 0
+    (session,) = session_ids(harness_home)
+    assert read_events(harness_home, session)[0]["data"]["system_prompt"] == DEFAULT_SYSTEM_PROMPT
+
+
+# -- failures: one line on stderr, non-zero status ------------------------------------------
+
+
+def test_no_model_says_how_to_choose_one() -> None:
+    """No --model, env or config: a one-line error naming all three ways."""
+    line = one_error_line(run_cli("run", "hi"))
+    assert "--model" in line and "HARNESS_MODEL" in line and "config.toml" in line
+
+
+def test_a_real_model_without_a_key_names_the_env_var(harness_home: Path) -> None:
+    """openai:/deepseek: without a key: one line naming the variable; no session is made."""
+    assert "set OPENAI_API_KEY" in one_error_line(run_cli("run", "--model", "openai:gpt-x", "hi"))
+    line = one_error_line(run_cli("run", "--model", "deepseek:deepseek-chat", "hi"))
+    assert "set DEEPSEEK_API_KEY" in line
+    assert session_ids(harness_home) == []
+
+
+def test_an_unknown_provider_lists_the_built_in_ones() -> None:
+    """A spec no plugin answers is an error that lists the built-in providers."""
+    line = one_error_line(run_cli("run", "--model", "ollama:llama3", "hi"))
+    assert "'ollama:llama3'" in line and "scripted:, openai:, deepseek:" in line
+
+
+def test_a_bad_script_is_a_one_line_error(tmp_path: Path) -> None:
+    """A script that is missing or not JSON fails before any turn runs."""
+    assert "cannot read script" in one_error_line(
+        run_cli("run", "--model", f"scripted:{tmp_path / 'missing.json'}", "hi")
+    )
+    (tmp_path / "bad.json").write_text("{nope")
+    assert "not valid JSON" in one_error_line(
+        run_cli("run", "--model", f"scripted:{tmp_path / 'bad.json'}", "hi")
+    )
+
+
+def test_unused_script_steps_are_an_error(tmp_path: Path) -> None:
+    """A turn that completes with scripted steps left over exits non-zero."""
+    model = write_script(tmp_path / "s.json", [{"text": "one"}, {"text": "two"}])
+    result = run_cli("run", "--model", model, "hi")
+    assert "1 scripted step(s) were never used" in one_error_line(result)
+    assert "one" in result.stdout
+
+
+def test_a_turn_that_ends_in_error_exits_non_zero(tmp_path: Path, harness_home: Path) -> None:
+    """The script runs out mid-turn: the turn ends `error`, logged, and the exit says why."""
+    model = write_script(tmp_path / "s.json", [{"tool_calls": [bash_call("true")]}])
+    line = one_error_line(run_cli("run", "--model", model, "hi"))
+    assert "the turn ended with error" in line
+    (session,) = session_ids(harness_home)
+    end = read_events(harness_home, session)[-1]
+    assert (end["type"], end["data"]["status"]) == ("turn/end", "error")
+
+
+def test_an_unknown_session_is_a_one_line_error(tmp_path: Path) -> None:
+    """--session with an id that does not exist points at `harness sessions`."""
+    model = write_script(tmp_path / "s.json", [{"text": "x"}])
+    line = one_error_line(
+        run_cli("run", "--session", "20200101-000000-abcdef", "--model", model, "x")
+    )
+    assert "no session '20200101-000000-abcdef'" in line and "harness sessions" in line
+
+
+def test_a_locked_session_names_the_holder(tmp_path: Path, harness_home: Path) -> None:
+    """A session another process writes is refused at once, naming that process."""
+    first = write_script(tmp_path / "1.json", [{"text": "x"}])
+    assert run_cli("run", "--model", first, "x").returncode == 0
+    (session,) = session_ids(harness_home)
+    fd = os.open(harness_home / "sessions" / f"{session}.jsonl", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        second = write_script(tmp_path / "2.json", [{"text": "y"}])
+        line = one_error_line(run_cli("run", "--session", session, "--model", second, "y"))
+        assert f"already open for writing by process {os.getpid()}" in line
+    finally:
+        os.close(fd)
+
+
+def test_a_config_error_is_one_line(harness_home: Path) -> None:
+    """A malformed config.toml is named with its path, before anything runs."""
+    harness_home.mkdir(parents=True)
+    (harness_home / "config.toml").write_text("model = [\n")
+    assert str(harness_home / "config.toml") in one_error_line(run_cli("run", "hi"))
+
+
+def test_an_invalid_max_steps_is_one_line(tmp_path: Path) -> None:
+    """HARNESS_MAX_STEPS must be a positive integer."""
+    model = write_script(tmp_path / "s.json", [{"text": "x"}])
+    result = run_cli("run", "--model", model, "x", env={"HARNESS_MAX_STEPS": "0"})
+    assert "max_steps (or HARNESS_MAX_STEPS)" in one_error_line(result)
+
+
+def test_an_empty_prompt_is_refused(tmp_path: Path) -> None:
+    """A blank prompt is an error, not an empty turn on the log."""
+    model = write_script(tmp_path / "s.json", [{"text": "x"}])
+    assert "the prompt is empty" in one_error_line(run_cli("run", "--model", model, "  "))
+
+
+def test_a_subagents_calls_are_nested_and_its_plan_stays_its_own(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """A subagent's tool lines are indented under the call; its todo list is not the strip."""
+    steps = [
+        {"tool_calls": [{"name": "subagent", "arguments": {"task": "look around"}}]},
+        {"tool_calls": [todo_call(("Child task", "in_progress")), bash_call("echo child")]},
+        {"text": "child answer"},
+        {"text": "parent answer"},
+    ]
+    result = run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "delegate")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:5] == [
+        "› delegate",
+        "  │ ✓ todo_write 0/1 done · now: Child task",
+        "  │ ✓ $ echo child  exit 0",
+        "✓ subagent: look around",
+        "parent answer",
+    ]
+    starts = {s: read_events(harness_home, s)[0]["data"] for s in session_ids(harness_home)}
+    (child,) = [s for s, start in starts.items() if start["parent_session"]]
+    parent = starts[child]["parent_session"]
+    assert [e["type"] for e in read_events(harness_home, child)].count("todo/write") == 1
+    assert "todo/write" not in [e["type"] for e in read_events(harness_home, parent)]

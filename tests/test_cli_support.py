@@ -1,0 +1,207 @@
+"""Helpers the CLI tests share (no tests here): run `harness` as a user does, in a subprocess
+with pipes or in a real pseudo-terminal read through the pyte terminal emulator."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyte
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    input: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """`harness ARGS` with pipes (so not a TTY); `env` entries of None are removed."""
+    return subprocess.run(
+        [HARNESS, *args],
+        env=child_env(env),
+        input=input,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def child_env(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # A developer's keys and settings never reach the CLI under test.
+    for provider in ("OPENAI", "DEEPSEEK"):
+        for suffix in ("API_KEY", "BASE_URL", "MODEL"):
+            env.pop(f"{provider}_{suffix}", None)
+    for name in ("HARNESS_DEBUG", "HARNESS_MAX_STEPS", "HARNESS_SYSTEM_PROMPT", "NO_COLOR"):
+        env.pop(name, None)
+    for name, value in (overrides or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def write_script(path: Path, steps: Sequence[Mapping[str, Any]]) -> str:
+    """Write a scripted-model file (ARCHITECTURE §9) and return its `--model` spec."""
+    path.write_text(json.dumps({"steps": list(steps)}), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def todo_call(*items: tuple[str, str]) -> dict[str, Any]:
+    """A scripted todo_write call from (content, status) pairs."""
+    todos = [{"content": content, "status": status} for content, status in items]
+    return {"name": "todo_write", "arguments": {"todos": todos}}
+
+
+def bash_call(command: str) -> dict[str, Any]:
+    return {"name": "bash", "arguments": {"command": command}}
+
+
+def session_ids(home: Path) -> list[str]:
+    """Session ids under `home`, oldest first (ids start with their creation time)."""
+    return sorted(p.stem for p in (home / "sessions").glob("*.jsonl"))
+
+
+def read_events(home: Path, session_id: str) -> list[dict[str, Any]]:
+    path = home / "sessions" / f"{session_id}.jsonl"
+    return [json.loads(line) for line in path.read_bytes().split(b"\n") if line]
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The failure's stderr, asserted to be exactly one `harness: error:` line."""
+    assert result.returncode != 0, result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("harness: error: "), lines[0]
+    return lines[0]
+
+
+class Terminal:
+    """`harness ARGS` on a real pseudo-terminal, its output fed to a pyte screen."""
+
+    def __init__(
+        self,
+        *args: str,
+        env: Mapping[str, str | None] | None = None,
+        cwd: Path | None = None,
+        columns: int = 100,
+        rows: int = 40,
+    ) -> None:
+        self.screen = pyte.Screen(columns, rows)
+        self._stream = pyte.ByteStream(self.screen)
+        self.raw = b""
+        self.status: int | None = None
+        environment = child_env({"TERM": "xterm-256color", "NO_COLOR": None, **(env or {})})
+        environment.pop("COLUMNS", None)
+        environment.pop("LINES", None)
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        # A session of its own with the terminal as its controlling one, as a login shell
+        # would: Ctrl-C typed into the terminal then reaches harness as SIGINT.
+        self.process = subprocess.Popen(
+            [HARNESS, *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+            preexec_fn=_take_controlling_terminal,
+        )
+        os.close(slave)
+        self.fd = master
+
+    @property
+    def lines(self) -> list[str]:
+        return [line.rstrip() for line in self.screen.display]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines).rstrip()
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def expect(self, wanted: str | Callable[[Terminal], bool], timeout: float = 30) -> None:
+        """Read output until the screen shows `wanted` (or the predicate holds)."""
+
+        def done() -> bool:
+            if not callable(wanted):
+                return wanted in self.text
+            try:
+                return wanted(self)
+            except (AssertionError, IndexError):  # not on screen yet
+                return False
+
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline or not self._read(deadline - time.monotonic()):
+                self.kill()
+                raise AssertionError(f"never saw {wanted!r}; the screen:\n{self.text}")
+
+    def wait(self, timeout: float = 60) -> int:
+        """Read until the program exits; its exit status."""
+        deadline = time.monotonic() + timeout
+        while self._read(deadline - time.monotonic()):
+            pass
+        if time.monotonic() > deadline:
+            self.process.send_signal(signal.SIGKILL)
+        self.status = self.process.wait()
+        os.close(self.fd)
+        return self.status
+
+    def kill(self) -> None:
+        """End the program (a failed expectation): no process outlives its test."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        os.close(self.fd)
+
+    def _read(self, timeout: float) -> bool:
+        """Feed what arrives within `timeout`; False at the end of output or on timeout."""
+        if timeout <= 0:
+            return False
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            return False
+        if not data:
+            return False
+        self.raw += data
+        self._stream.feed(data)
+        return True
+
+    def row_of(self, text: str) -> int:
+        """The screen row showing `text` (the last one, if several do)."""
+        rows = [number for number, line in enumerate(self.lines) if text in line]
+        assert rows, f"{text!r} is not on the screen:\n{self.text}"
+        return rows[-1]
+
+    def style_at(self, row: int, text: str) -> pyte.screens.Char:
+        """The character cell where `text` starts on `row`."""
+        column = self.lines[row].index(text)
+        return self.screen.buffer[row][column]
+
+
+def _take_controlling_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
