@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness_core.testing.openai_server import OpenAIServer, reply
 from test_cli_support import Terminal, bash_call, session_ids, todo_call, write_script
 
 # pyte names SGR 33 (yellow) "brown", after the colour most old terminals drew.
@@ -129,3 +130,23 @@ def test_a_failed_call_is_marked_with_a_red_cross(tmp_path: Path) -> None:
     assert terminal.wait() == 0
     row = terminal.row_of('✗ nope (unknown tool)  Error: unknown tool "nope"')
     assert terminal.style_at(row, "✗").fg == "red"
+
+
+def test_a_streamed_answer_with_reasoning_from_a_real_http_model(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """deepseek: over real HTTP (loopback): thoughts dimmed in italics, then the answer."""
+    openai_server.expect(reply("The answer is 42.", reasoning="Thinking it over first.", pieces=4))
+    terminal = Terminal(
+        "run",
+        "--model",
+        "deepseek:test-model",
+        "question",
+        env={"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": openai_server.base_url},
+    )
+    assert terminal.wait() == 0, terminal.text
+    thought = terminal.row_of("Thinking it over first.")
+    cell = terminal.style_at(thought, "Thinking")
+    assert cell.italics
+    assert terminal.row_of("The answer is 42.") == thought + 1
+    assert not terminal.style_at(thought + 1, "The answer").italics

@@ -190,11 +190,9 @@ class App:
         configured = self.config.get("system_prompt")
         if configured is not None:
             return str(configured)
-        from .. import loop
+        from ..loop import DEFAULT_SYSTEM_PROMPT
 
-        # Read by name: harness_core.loop gained its default prompt alongside this host.
-        default: str | None = getattr(loop, "DEFAULT_SYSTEM_PROMPT", None)
-        return default
+        return DEFAULT_SYSTEM_PROMPT
 
     def max_steps(self) -> int:
         from ..loop import DEFAULT_MAX_STEPS
