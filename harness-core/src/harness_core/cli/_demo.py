@@ -85,6 +85,11 @@ def demo(args: Namespace) -> int:
     return status
 
 
+def _model_hint() -> str:
+    # Never a hard-coded model name: providers retire them. Use the one configured, if any.
+    return os.environ.get("DEEPSEEK_MODEL") or "MODEL"
+
+
 def next_steps(log: SessionLog, temporary_home: Path | None) -> str:
     """The exact commands that inspect and continue the demo session."""
     env = f"HARNESS_HOME={shlex.quote(str(temporary_home))} " if temporary_home else ""
@@ -99,8 +104,8 @@ def next_steps(log: SessionLog, temporary_home: Path | None) -> str:
             f"  {harness} show {sid}",
             f"  {harness} todos {sid} --history",
             f"  {harness} events {sid}",
-            "Continue it with a real model (needs DEEPSEEK_API_KEY):",
-            f"  {harness} run --session {sid} --model deepseek:deepseek-chat "
+            "Continue it with a real model (set DEEPSEEK_API_KEY and name a model):",
+            f"  {harness} run --session {sid} --model deepseek:{_model_hint()} "
             f"{shlex.quote('What next?')}",
         ]
     )
