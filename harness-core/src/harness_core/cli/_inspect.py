@@ -114,18 +114,19 @@ def todos(args: Namespace) -> int:
 
 def _todo_modules() -> tuple[ModuleType, ModuleType]:
     try:
-        from harness_tool_todo import _render, projections
+        import harness_tool_todo
+        from harness_tool_todo import projections
     except ImportError as exc:
         raise CliError(
             f"`harness todos` needs the harness-tool-todo plugin, which is not importable "
             f"({exc}); install it: pip install harness-tool-todo"
         ) from None
-    return projections, _render
+    return projections, harness_tool_todo  # the package exports the renderings
 
 
 def _print_history(revisions: list[Any], render: ModuleType, args: Namespace) -> None:
     if args.json:
-        _print_json([_revision_json(r) for r in revisions])
+        _print_json([revision.export() for revision in revisions])
         return
     if not revisions:
         print("no todo list in this session yet")
@@ -142,15 +143,3 @@ def _print_history(revisions: list[Any], render: ModuleType, args: Namespace) ->
             print(f"  {change.describe()}")
         if not revision.changes:
             print("  (no change)")
-
-
-def _revision_json(revision: Any) -> dict[str, Any]:
-    return {
-        "seq": revision.seq,
-        "ts": revision.ts,
-        "turn": revision.turn,
-        "todos": [t.model_dump() for t in revision.todos],
-        "changes": [
-            {"kind": c.kind, "content": c.content, "previous": c.previous} for c in revision.changes
-        ],
-    }
