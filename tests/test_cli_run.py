@@ -300,3 +300,42 @@ def test_a_subagents_calls_are_nested_and_its_plan_stays_its_own(
     parent = starts[child]["parent_session"]
     assert [e["type"] for e in read_events(harness_home, child)].count("todo/write") == 1
     assert "todo/write" not in [e["type"] for e in read_events(harness_home, parent)]
+
+
+def test_sigterm_closes_the_turn_kills_the_command_and_exits_143(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """`kill <pid>` mid-tool: turn/end cancelled on the log, no process left behind, status 143."""
+    pid_file = tmp_path / "child.pid"
+    model = write_script(
+        tmp_path / "s.json",
+        [{"tool_calls": [bash_call(f"sleep 60 & echo $! > {pid_file}; wait")]}, {"text": "no"}],
+    )
+    with subprocess.Popen(
+        [HARNESS, "run", "--json", "--model", model, "go"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        seen = [json.loads(process.stdout.readline())["type"] for _ in range(4)]
+        assert seen[-1] == "message/assistant"
+        deadline = time.monotonic() + 10
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        process.terminate()
+        rest = [json.loads(line)["type"] for line in process.stdout]
+        error = process.stderr.read()
+    assert process.returncode == 143
+    assert rest == ["tool/result", "turn/end"]
+    assert "stopped by SIGTERM" in error
+    events = read_events(harness_home, session_ids(harness_home)[0])
+    assert events[-1]["data"] == {"status": "cancelled", "error": "cancelled"}
+    child = int(pid_file.read_text())
+    try:
+        os.kill(child, 0)
+    except ProcessLookupError:
+        return
+    raise AssertionError(f"the command's child {child} outlived the terminated harness")

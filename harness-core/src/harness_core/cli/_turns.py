@@ -1,10 +1,11 @@
 """Running turns from a terminal: the event loop in a worker thread, the terminal in the main one.
 
 The main thread keeps what only it can do well: the readline prompt of `chat` (readline is
-used only on the main thread) and SIGINT. The agent runs on an anyio blocking portal, whose
+used only on the main thread) and signals. The agent runs on an anyio blocking portal, whose
 event loop lives as long as the command, so a model's HTTP connections survive from one chat
 turn to the next. Ctrl-C during a turn cancels that turn's cancel scope: the loop ends it as
-`cancelled` with every open call answered, and the prompt comes back.
+`cancelled` with every open call answered, and the prompt comes back. SIGTERM and SIGHUP
+close the turn the same way and then end the command (status 143 or 129).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -24,12 +25,15 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from ..log import Event, SessionLog
 from ..loop import Agent, TurnOutcome
 from ..models import Model
+from ._app import CliError
 from ._strip import Todo
 
 if TYPE_CHECKING:
     from ._app import App
 
 __all__ = ["TurnDriver", "TurnView", "choose_view", "loop_thread", "unconsumed_steps"]
+
+_CANCELLING: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class TurnView(Protocol):
@@ -93,19 +97,30 @@ class TurnDriver:
         self.view = view
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
+        self.stopped_by: int | None = None  # SIGTERM or SIGHUP: end the command after the turn
 
     def run(self, prompt: str, *, report: bool) -> TurnOutcome:
-        """One turn, blocking the main thread until it ends (cancelled turns included)."""
+        """One turn, blocking the main thread until it ends (cancelled turns included).
+
+        Raises CliError after the turn is closed when SIGTERM or SIGHUP stopped it: the
+        command must end then, with the shell's 128 + signal status.
+        """
         self._cancel_requested = False
         self.view.turn_started()
         outcome: TurnOutcome | None = None
-        try:
-            future = self.portal.start_task_soon(self._turn, prompt)
-            with self._sigint_cancels():
-                outcome = future.result()
-        finally:
-            finished = outcome or TurnOutcome("cancelled", error="cancelled")
-            self.view.turn_finished(finished, report=report)
+        # The handlers go in before the turn starts, so no signal lands in between.
+        with self._signals_cancel():
+            try:
+                outcome = self.portal.start_task_soon(self._turn, prompt).result()
+            finally:
+                finished = outcome or TurnOutcome("cancelled", error="cancelled")
+                self.view.turn_finished(finished, report=report)
+        if self.stopped_by is not None:
+            name = signal.Signals(self.stopped_by).name
+            raise CliError(
+                f"stopped by {name}: the turn was cancelled and the session keeps what it did",
+                128 + self.stopped_by,
+            )
         return finished
 
     async def _turn(self, prompt: str) -> TurnOutcome | None:
@@ -126,19 +141,27 @@ class TurnDriver:
             self._scope.cancel()
 
     @contextmanager
-    def _sigint_cancels(self) -> Iterator[None]:
+    def _signals_cancel(self) -> Iterator[None]:
+        """Ctrl-C cancels the running turn; SIGTERM and SIGHUP cancel it and end the command.
+
+        Without this, SIGTERM would kill the process on the spot: the turn would stay open in
+        the log and a running command's process group would outlive it.
+        """
         if threading.current_thread() is not threading.main_thread():
             yield  # only the main thread may set signal handlers (an embedding host's thread)
             return
 
-        def on_sigint(signum: int, frame: FrameType | None) -> None:
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if signum != signal.SIGINT:
+                self.stopped_by = signum
             self.portal.call(self._cancel)
 
-        previous = signal.signal(signal.SIGINT, on_sigint)
+        previous = {sig: signal.signal(sig, on_signal) for sig in _CANCELLING}
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def unconsumed_steps(model: Model) -> int:
