@@ -152,8 +152,7 @@ class SessionLog:
         # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
         with _gc_paused():
             events, problems = parse_lines(buf, first_seq, self._lines + 1)
-            self.projection.apply_all(events)
-            self.projection.catch_up()  # opening yields a ready projection
+            self.projection.fold_all(events)  # opening yields a ready projection
         self._size += len(buf)
         self._lines += buf.count(b"\n")
         known = self.registry.names()

@@ -66,6 +66,15 @@ class MessageProjection:
         surface = self._surface
         self._backlog.extend(event for event in events if event.type in surface)
 
+    def fold_all(self, events: Iterable[Event]) -> None:
+        """Fold `events` now (bulk replay): the same result as apply_all then catch_up."""
+        self.catch_up()
+        surface = self._surface
+        fold = self._fold
+        for event in events:
+            if event.type in surface:
+                fold(event)
+
     def catch_up(self) -> None:
         """Fold every recorded event; each event is folded exactly once."""
         if self._backlog:
