@@ -334,3 +334,44 @@ async def test_log_only_tool_step_commits_once_after_its_batch(
     assert kinds[3:6] == ["message/assistant", "todo/write", "tool/result"]
     # 2 user, then 3-5 (assistant, todo/write, result) in one commit, 6 answer + 7 end.
     assert commits == [2, 5, 7]
+
+
+class Unstorable(Tool[ProbeArgs]):
+    """A buggy plugin tool: its result carries what JSON cannot hold."""
+
+    name: ClassVar[str] = "unstorable"
+    description: ClassVar[str] = "Return a result the log cannot store."
+    arguments = ProbeArgs
+
+    async def execute(self, args: ProbeArgs, ctx: ExecContext) -> ToolResult:
+        if args.label == "object":
+            return ToolResult("ok", data={"handle": object()})
+        if args.label == "surrogate":
+            return ToolResult("half a character: \ud800")
+        return "not a ToolResult"  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("label", "reason"),
+    [
+        ("object", "cannot be stored: Unable to serialize unknown type"),
+        ("surrogate", "cannot be stored:"),
+        ("wrong-type", "failed: it returned str, not a ToolResult"),
+    ],
+)
+async def test_a_result_the_log_cannot_store_becomes_an_error_result(
+    store: SessionStore, host: PluginHost, label: str, reason: str
+) -> None:
+    """A tool's unserializable result never crashes the turn: the model reads an error."""
+    host.tools.register(Unstorable(), provider="tests")
+    call = {"name": "unstorable", "arguments": {"label": label, "seconds": 0}}
+    agent, model = new_agent(store, host, [{"tool_calls": [call]}, {"text": "ok"}])
+    outcome = await agent.run_turn("Go.")
+    assert outcome.status == "completed"
+    answer = model.requests[1][-1]
+    assert answer["role"] == "tool"
+    assert answer["content"].startswith("Error: unstorable ")
+    assert reason in answer["content"]
+    reopened = SessionLog.open(agent.session.path, store.registry, writable=False)
+    assert reopened.problems == []
+    assert reopened.events == agent.session.events

@@ -297,16 +297,30 @@ class Agent:
         )
 
     def _append_result(self, call_id: str, tool_name: str, result: CallResult) -> None:
-        self.append(
-            "tool/result",
-            ToolResult(
+        try:
+            payload = ToolResult(
                 call_id=call_id,
                 tool_name=tool_name,
                 text=result.text,
                 is_error=result.is_error,
                 data=result.data,
-            ),
-        )
+            )
+            self.append("tool/result", payload)
+        except ValueError as exc:
+            # The tool returned what the log cannot store (an object in `data`, a lone
+            # surrogate in `text`); the append refused it before writing anything. The model
+            # gets an error result instead and the turn goes on.
+            logger.error("%s returned a result the log cannot store: %s", tool_name, exc)
+            reason = str(exc).splitlines()[0].encode("utf-8", "replace").decode()
+            self.append(
+                "tool/result",
+                ToolResult(
+                    call_id=call_id,
+                    tool_name=tool_name,
+                    text=f"Error: {tool_name} returned a result that cannot be stored: {reason}",
+                    is_error=True,
+                ),
+            )
 
     def _answer_open_calls(self, finished: dict[str, CallResult]) -> None:
         """Give every call of the latest assistant message a result: its own, or interrupted."""

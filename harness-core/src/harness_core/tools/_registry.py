@@ -109,10 +109,17 @@ class ToolRegistry:
             return parsed
         tool, args = parsed
         try:
-            return await tool.execute(args, exec_ctx)
+            result = await tool.execute(args, exec_ctx)
         except Exception as exc:
             logger.exception("tool %s (from %s) raised", name, self.provider(name))
             return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True)
+        if not isinstance(result, ToolResult):
+            logger.error("tool %s (from %s) returned %r", name, self.provider(name), result)
+            return ToolResult(
+                f"Error: {name} failed: it returned {type(result).__name__}, not a ToolResult",
+                True,
+            )
+        return result
 
 
 def _describe(exc: ValidationError) -> str:
