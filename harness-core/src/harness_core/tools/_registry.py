@@ -109,7 +109,8 @@ class ToolRegistry:
             return parsed
         tool, args = parsed
         try:
-            result = await tool.execute(args, exec_ctx)
+            # Typed as object: a plugin may break its contract, and this is where it shows.
+            result: object = await tool.execute(args, exec_ctx)
         except Exception as exc:
             logger.exception("tool %s (from %s) raised", name, self.provider(name))
             return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True)
