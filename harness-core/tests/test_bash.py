@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -16,6 +15,7 @@ from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext, ToolResult
 from harness_core.tools.bash import BashArgs, BashTool, OutputCapture
+from process_helpers import has_pid, poll, running
 
 
 @pytest.fixture
@@ -35,15 +35,6 @@ async def run(
 ) -> ToolResult:
     tool = tool or BashTool(timeout=30)
     return await tool.execute(BashArgs(command=command), ctx or ExecContext())
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie awaiting its reaper is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # gone, or going (ESRCH while it is torn down)
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def processes_with(token: str) -> list[int]:
@@ -72,19 +63,6 @@ def our_zombies() -> list[int]:
             if fields[0] == "Z" and int(fields[1]) == os.getpid():
                 zombies.append(int(entry.name))
     return zombies
-
-
-async def poll(condition: Callable[[], bool]) -> None:
-    """Wait for a condition another process makes true (there is no event to await)."""
-    with anyio.fail_after(20):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.01)
-
-
-def has_pid(path: Path) -> bool:
-    return path.exists() and path.read_text().strip() != ""
 
 
 async def test_runs_in_the_sessions_working_directory(store: SessionStore, tmp_path: Path) -> None:

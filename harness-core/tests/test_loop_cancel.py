@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from harness_core.models import (
     ScriptedModel,
 )
 from harness_core.plugins import PluginHost
+from process_helpers import has_pid, poll, running
 
 
 @pytest.fixture
@@ -52,28 +52,6 @@ def reopen(store: SessionStore, log: SessionLog) -> SessionLog:
     """The session as a new process would see it: closed, then replayed from disk."""
     log.close()
     return store.open(log.session_id)
-
-
-async def poll(condition: Callable[[], bool]) -> None:
-    """Wait for a condition another process makes true (there is no event to await)."""
-    with anyio.fail_after(20):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.01)
-
-
-def has_pid(path: Path) -> bool:
-    return path.exists() and path.read_text().strip() != ""
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie awaiting its reaper is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # gone, or going (ESRCH while it is torn down)
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 async def test_cancel_mid_stream_ends_the_turn_and_the_session_resumes(

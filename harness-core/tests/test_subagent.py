@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
 from harness_core.tools.subagent import SubagentArgs, SubagentTool
+from process_helpers import has_pid, poll, running
 
 
 @pytest.fixture
@@ -55,28 +55,6 @@ def child_of(store: SessionStore, parent: SessionLog) -> SessionLog:
     children = [s for s in store.list() if s.parent_session == parent.session_id]
     assert len(children) == 1
     return store.open(children[0].id, writable=False)
-
-
-async def poll(condition: Callable[[], bool]) -> None:
-    """Wait for a condition another process makes true (there is no event to await)."""
-    with anyio.fail_after(20):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.01)
-
-
-def has_pid(path: Path) -> bool:
-    return path.exists() and path.read_text().strip() != ""
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie awaiting its reaper is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def assert_valid(log: SessionLog) -> None:
