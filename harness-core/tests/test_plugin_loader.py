@@ -79,6 +79,7 @@ def test_good_fake_distribution_loads_with_its_metadata(
 
 REJECTIONS: dict[str, tuple[str, str, str]] = {
     "import_error": ("import broken_dep_xyz\n", "import failed: ModuleNotFoundError", "reinstall"),
+    "exits_on_import": ("import sys\nsys.exit(3)\n", "import failed: SystemExit: 3", "reinstall"),
     "stray_default": (
         good_plugin("stray_default", "t1") + "\ndefault = object()\n",
         "exports both namespace plugin exports",

@@ -231,7 +231,7 @@ class PluginHost:
     def _import(source: Callable[[], object]) -> object:
         try:
             return source()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a plugin calling sys.exit() must not end us
             raise _Rejection(
                 f"import failed: {type(exc).__name__}: {exc}",
                 "reinstall the distribution and check that its dependencies are installed",
