@@ -334,8 +334,18 @@ def test_sigterm_closes_the_turn_kills_the_command_and_exits_143(
     events = read_events(harness_home, session_ids(harness_home)[0])
     assert events[-1]["data"] == {"status": "cancelled", "error": "cancelled"}
     child = int(pid_file.read_text())
+    # SIGKILL is asynchronous, and an orphan's zombie may wait for a slow reaper: "gone" is
+    # no /proc entry or a zombie, within a few seconds.
+    deadline = time.monotonic() + 5
+    while alive(child):
+        assert time.monotonic() < deadline, f"the command's child {child} outlived harness"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process; a zombie (killed, not yet reaped) is not."""
     try:
-        os.kill(child, 0)
-    except ProcessLookupError:
-        return
-    raise AssertionError(f"the command's child {child} outlived the terminated harness")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
