@@ -81,6 +81,19 @@ def new_agent(
     return Agent(log, model, host.tools, services={"store": store}, **options), model
 
 
+def record_commits(log: SessionLog) -> list[int]:
+    """The committed seq after each commit of `log`, as the turn goes on."""
+    commits: list[int] = []
+    commit = log.commit
+
+    def recording_commit() -> None:
+        commit()
+        commits.append(log.committed_seq)
+
+    log.commit = recording_commit  # type: ignore[method-assign]
+    return commits
+
+
 def kinds(events: list[Event]) -> list[str]:
     return [event.type for event in events]
 
@@ -139,14 +152,7 @@ async def test_commits_happen_at_step_boundaries(
     steps = [{"tool_calls": [probe("a"), probe("b")]}, {"tool_calls": [probe("c", tool="solo")]}]
     agent, _ = new_agent(store, host, [*steps, {"text": "done"}])
     log = agent.session
-    commits: list[int] = []
-    commit = log.commit
-
-    def recording_commit() -> None:
-        commit()
-        commits.append(log.committed_seq)
-
-    log.commit = recording_commit  # type: ignore[method-assign]
+    commits = record_commits(log)
     await agent.run_turn("Go.")
     # 2 user, 3 assistant, 4-5 results (one batch), 6 assistant, 7 result, then the text
     # answer 8 runs no tool, so it is committed with the turn end 9.
@@ -321,14 +327,7 @@ async def test_log_only_tool_step_commits_once_after_its_batch(
     step = {"tool_calls": [{"name": "todo_write", "arguments": todos}]}
     agent, _ = new_agent(store, host, [step, {"text": "done"}])
     log = agent.session
-    commits: list[int] = []
-    commit = log.commit
-
-    def recording_commit() -> None:
-        commit()
-        commits.append(log.committed_seq)
-
-    log.commit = recording_commit  # type: ignore[method-assign]
+    commits = record_commits(log)
     await agent.run_turn("Go.")
     kinds = [e.type for e in log.events]
     assert kinds[3:6] == ["message/assistant", "todo/write", "tool/result"]
