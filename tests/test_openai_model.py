@@ -222,10 +222,21 @@ async def test_server_errors_past_the_retry_budget(openai_server: OpenAIServer) 
 async def test_bad_key_is_not_retried(openai_server: OpenAIServer) -> None:
     """A 401 fails at once and names the env var that holds the key."""
     openai_server.expect(error_reply(401, "Incorrect API key provided"))
-    async with connect(openai_server, "deepseek") as model:
+    async with connect(openai_server, "deepseek", key_env="DEEPSEEK_API_KEY") as model:
         with pytest.raises(ModelError, match=r"HTTP 401.*Incorrect API key.*DEEPSEEK_API_KEY"):
             await model.respond(USER, [])
     assert len(openai_server.requests) == 1
+
+
+async def test_bad_key_of_a_preset_names_its_variable(openai_server: OpenAIServer) -> None:
+    """A `deepseek:` spec rejected with 401 tells the user to check DEEPSEEK_API_KEY."""
+    openai_server.expect(error_reply(401, "Incorrect API key provided"))
+    env = {"DEEPSEEK_API_KEY": "sk-wrong"}
+    model = build_model("deepseek:test-model", {"base_url": openai_server.base_url}, env)
+    assert isinstance(model, OpenAICompatModel)
+    async with model:
+        with pytest.raises(ModelError, match=r"HTTP 401.*\(check DEEPSEEK_API_KEY\)"):
+            await model.respond(USER, [])
 
 
 async def test_stream_cut_after_output_fails_without_retry(openai_server: OpenAIServer) -> None:

@@ -59,7 +59,9 @@ def build_model(spec: str, options: Mapping[str, Any], env: Mapping[str, str]) -
     base_url = options.get("base_url") or env.get(preset.base_url_env) or preset.default_base_url
     from .openai_compat import OpenAICompatModel  # the openai SDK loads only here
 
-    return OpenAICompatModel(model_name, api_key=api_key, base_url=base_url, provider=provider)
+    return OpenAICompatModel(
+        model_name, api_key=api_key, base_url=base_url, provider=provider, key_env=preset.key_env
+    )
 
 
 def known_providers() -> list[str]:

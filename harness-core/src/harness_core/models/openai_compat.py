@@ -28,7 +28,6 @@ import anyio
 import openai
 
 from ._base import DeltaSink, ModelError, ModelResponse, ResponseToolCall
-from ._presets import PRESETS
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy"]
 
@@ -80,7 +79,8 @@ class OpenAICompatModel:
 
     `provider` names the service in errors and picks the `reasoning_content` policy;
     `send_reasoning` overrides that policy (True for a DeepSeek-style endpoint behind another
-    name). Close it with `await model.aclose()` or `async with model:`.
+    name). `key_env` names the variable the key came from, for the message a rejected key
+    gets. Close it with `await model.aclose()` or `async with model:`.
     """
 
     def __init__(
@@ -93,9 +93,11 @@ class OpenAICompatModel:
         retry: RetryPolicy | None = None,
         timeout: float | openai.Timeout = DEFAULT_TIMEOUT,
         send_reasoning: bool | None = None,
+        key_env: str | None = None,
     ) -> None:
         self.model_name = model_name
         self.provider = provider
+        self.key_env = key_env
         self.name = f"{provider}:{model_name}"
         self.retry = retry or RetryPolicy()
         self.send_reasoning = (
@@ -198,9 +200,7 @@ class OpenAICompatModel:
         where = f"{self.name} returned HTTP {status}"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         if status == 401:
-            preset = PRESETS.get(self.provider)
-            key = preset.key_env if preset is not None else "the API key"
-            return f"{where}: {detail} (check {key})"
+            return f"{where}: {detail} (check {self.key_env or 'the API key'})"
         if status == 403:
             return f"{where}: {detail} (the key has no access to {self.model_name})"
         if status == 404:
