@@ -6,6 +6,7 @@ harness-tool-todo from its entry point, then reopened by a fresh host as a new p
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -27,7 +28,9 @@ from harness_tool_todo.projections import (
     read_plan,
     standing_plan,
 )
+from test_cli_support import read_events, run_cli, session_ids, todo_call, write_script
 
+DONE = {"text": "Done."}
 PARALLEL_ENV = {"HARNESS_TODO_ALLOW_PARALLEL_IN_PROGRESS": "true"}
 
 
@@ -230,3 +233,40 @@ async def test_list_survives_kill_9_and_the_next_turn_repairs(harness_home: Path
         assert turn_ends[0]["status"] == "error"  # the crashed turn, closed by repair
         assert_folds(log, Plan(expected, standing=False, seq=seq_of_last_write(log)))
         assert read_plan(log.path).export()["standing"] is False
+
+
+VERBATIM = (
+    ("  Run\n the \t tests  ", "completed"),
+    ("Line\u2028separated\u2029paragraph", "in_progress"),
+    ("Tab\tseparated", "pending"),
+    ("Ship it 🚀 👩🏽‍💻", "pending"),
+    ("\\u0000 looks like an escape", "pending"),
+    ("Contains a real \x00 NUL", "pending"),
+)
+
+
+def test_content_round_trips_verbatim_through_the_log_and_the_cli(tmp_path: Path) -> None:
+    """Odd characters come back exactly from the file, `todos --json`, `--history --json` and
+    the model's own history; only the plain listing folds them onto one line a task."""
+    home = {"HARNESS_HOME": str(tmp_path / "home")}
+    model = write_script(tmp_path / "plan.json", [{"tool_calls": [todo_call(*VERBATIM)]}, DONE])
+    assert run_cli("run", "--model", model, "plan", env=home).returncode == 0
+    (session_id,) = session_ids(tmp_path / "home")
+    written = [{"content": content, "status": status} for content, status in VERBATIM]
+
+    (event,) = [e for e in read_events(tmp_path / "home", session_id) if e["type"] == "todo/write"]
+    assert event["data"] == {"todos": written}
+    exported = json.loads(run_cli("todos", session_id, "--json", env=home).stdout)
+    assert exported == {"todos": written, "standing": True}
+    (revision,) = json.loads(run_cli("todos", session_id, "--history", "--json", env=home).stdout)
+    assert revision["todos"] == written
+    (call,) = [
+        c
+        for m in json.loads(run_cli("show", session_id, "--json", env=home).stdout)
+        for c in m.get("tool_calls", [])
+    ]
+    assert json.loads(call["function"]["arguments"]) == {"todos": written}
+
+    listing = run_cli("todos", session_id, env=home).stdout.split("\n")
+    assert listing[1:3] == ["☑ Run the tests", "▶ Line separated paragraph"]
+    assert len(listing) == 1 + len(VERBATIM) + 1  # the summary, a line a task, the final newline

@@ -1,7 +1,8 @@
 """Property: any arguments either append exactly one correct event or a stable error, never raise.
 
-The oracle below restates the contract (ARCHITECTURE §6) independently of the plugin's code:
-the registry's schema check, then normalization, empty, duplicate and in-progress rules.
+The oracle below restates the tool's contract (see the README) independently of the plugin's
+code: the registry's schema check, then the empty, duplicate and in-progress rules; content is
+kept exactly as written.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ raw_strings = st.one_of(
 
 
 def expected(raw: str, allow_parallel: bool) -> tuple[str, Any]:
-    """("ok", normalized todos) or ("error", exact text) or ("prefix", error text prefix)."""
+    """("ok", the todos as written) or ("error", exact text) or ("prefix", error text prefix)."""
     try:
         value = orjson.loads(raw) if raw.strip() else {}
     except orjson.JSONDecodeError:
@@ -74,18 +75,18 @@ def expected(raw: str, allow_parallel: bool) -> tuple[str, Any]:
             return "prefix", INVALID_ARGS
         if not isinstance(item["content"], str) or item["status"] not in STATUSES:
             return "prefix", INVALID_ARGS
-    normalized = [{"content": " ".join(t["content"].split()), "status": t["status"]} for t in todos]
+    written = [{"content": t["content"], "status": t["status"]} for t in todos]
     seen: set[str] = set()
-    for item in normalized:
-        if not item["content"]:
+    for item in written:
+        if not item["content"].strip():
             return "error", "Error: invalid todo: `content` must be a non-empty string"
         if item["content"] in seen:
             return "error", f'Error: invalid todos: duplicate content "{item["content"]}"'
         seen.add(item["content"])
-    active = sum(t["status"] == "in_progress" for t in normalized)
+    active = sum(t["status"] == "in_progress" for t in written)
     if active > 1 and not allow_parallel:
         return "error", f"Error: invalid todos: at most one task may be in_progress, got {active}"
-    return "ok", normalized
+    return "ok", written
 
 
 def check(

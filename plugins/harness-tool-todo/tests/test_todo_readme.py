@@ -59,7 +59,7 @@ def test_description_bound_is_stated_and_kept() -> None:
 
 
 def test_readme_quotes_the_contract_texts() -> None:
-    """The texts the README quotes are the ones the tool answers with (§6)."""
+    """The contract texts the README quotes are the ones the tool answers with."""
     text = README.read_text(encoding="utf-8")
     for quoted in (
         "Updated todo list: 2 pending, 1 in progress, 1 completed.",

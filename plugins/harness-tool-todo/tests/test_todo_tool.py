@@ -136,11 +136,33 @@ async def test_whole_list_replace(todo_host: PluginHost, agent: Agent) -> None:
     assert len(todo_events(agent.session)) == 2
 
 
-async def test_content_is_normalized_to_one_line(todo_host: PluginHost, agent: Agent) -> None:
-    """Surrounding whitespace is stripped and inner runs collapse: a task renders on one line."""
-    result = await execute(todo_host, {"todos": [item("  Run\n the \t tests  ")]}, agent)
-    assert result.data["todos"] == [item("Run the tests")]
-    assert todo_events(agent.session) == [{"todos": [item("Run the tests")]}]
+VERBATIM = [
+    "  Run\n the \t tests  ",
+    "Line\u2028separated\u2029paragraph",
+    "Tab\tseparated",
+    "Ship it 🚀 👩🏽‍💻",
+    "\\u0000 looks like an escape",
+    "Contains a real \x00 NUL",
+    "修复登录错误",
+]
+
+
+async def test_content_is_stored_as_written(todo_host: PluginHost, agent: Agent) -> None:
+    """The event and the structured result hold each `content` exactly as the model sent it."""
+    todos = [item(content) for content in VERBATIM]
+    result = await execute(todo_host, {"todos": todos}, agent)
+    assert result.data["todos"] == todos
+    assert todo_events(agent.session) == [{"todos": todos}]
+
+
+async def test_contents_differing_only_in_whitespace_are_two_tasks(
+    todo_host: PluginHost, agent: Agent
+) -> None:
+    """Duplicates compare as written: `Run  tests` beside `Run tests` is accepted."""
+    todos = [item("Run  tests"), item("Run tests"), item(" Run tests\n")]
+    result = await execute(todo_host, {"todos": todos}, agent)
+    assert result.text == "Updated todo list: 3 pending, 0 in progress, 0 completed."
+    assert todo_events(agent.session) == [{"todos": todos}]
 
 
 async def test_each_agent_owns_its_list(new_agent: NewAgent, todo_host: PluginHost) -> None:
@@ -171,9 +193,9 @@ REJECTIONS: list[tuple[str, Any, str]] = [
         'Error: invalid todos: duplicate content "Run tests"',
     ),
     (
-        "duplicate after normalization",
-        {"todos": [item("Run  tests"), item(" Run tests\n")]},
-        'Error: invalid todos: duplicate content "Run tests"',
+        "duplicate quoted as written",
+        {"todos": [item(" Run\ttests "), item("a"), item(" Run\ttests ", "completed")]},
+        'Error: invalid todos: duplicate content " Run\ttests "',
     ),
     (
         "two in progress",
@@ -202,7 +224,7 @@ SCHEMA_REJECTIONS: list[tuple[str, Any, str]] = [
 async def test_validation_errors_are_exact(
     todo_host: PluginHost, agent: Agent, case: str, arguments: Any, text: str
 ) -> None:
-    """Each rule beyond the schema answers with its exact §6 text and appends nothing."""
+    """Each rule beyond the schema answers with its exact contract text and appends nothing."""
     before = agent.session.path.read_bytes()
     count = len(agent.session.events)
     result = await execute(todo_host, arguments, agent)

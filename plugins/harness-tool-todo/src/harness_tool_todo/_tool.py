@@ -1,8 +1,8 @@
 """The `todo_write` tool: whole-list replace, validated, written to the caller's session.
 
-The texts below are contract (ARCHITECTURE §6): models and tests outside the project match
-them exactly. Schema violations (a missing key, an unknown item key, a bad status) never reach
-`execute`: the registry rejects them with its own "invalid arguments" text.
+The texts below are contract: models and tests outside the project match them exactly.
+Schema violations (a missing key, an unknown item key, a bad status) never reach `execute`:
+the registry rejects them with its own "invalid arguments" text.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Final
 from harness_core.tools import ExecContext, Tool, ToolResult
 
 from ._model import TodoItem, TodoWriteArgs, TodoWritePayload, count
-from ._render import render_checklist
+from ._render import fold, render_checklist
 
-__all__ = ["DESCRIPTION", "EMPTY_CONTENT", "EVENT_TYPE", "NO_AGENT", "TodoWriteTool", "normalize"]
+__all__ = ["DESCRIPTION", "EMPTY_CONTENT", "EVENT_TYPE", "NO_AGENT", "TodoWriteTool"]
 
 EVENT_TYPE: Final = "todo/write"
 
@@ -36,11 +36,6 @@ NO_AGENT: Final = "Error: todo_write requires an owning agent session"
 EMPTY_CONTENT: Final = "Error: invalid todo: `content` must be a non-empty string"
 
 
-def normalize(content: str) -> str:
-    """Strip the ends and collapse inner whitespace (newlines too): a task is one line."""
-    return " ".join(content.split())
-
-
 class TodoWriteTool(Tool[TodoWriteArgs]):
     """`todo_write(todos)`: replaces the calling agent's todo list with `todos`."""
 
@@ -58,7 +53,10 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         # outside an agent loop has nowhere to write and is refused before anything else.
         if ctx.agent is None:
             return ToolResult(NO_AGENT, is_error=True)
-        todos = [TodoItem(content=normalize(t.content), status=t.status) for t in args.todos]
+        # Content is kept exactly as written: the log must match the call in the model's own
+        # history, and a duplicate error must quote a text the model can find in its list.
+        # Hosts fold whitespace for display only.
+        todos = [TodoItem(content=t.content, status=t.status) for t in args.todos]
         problem = self.validate(todos)
         if problem is not None:
             return ToolResult(problem, is_error=True)
@@ -73,13 +71,13 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         )
 
     def validate(self, todos: Sequence[TodoItem]) -> str | None:
-        """The model-facing error for an invalid (normalized) list, or None.
+        """The model-facing error for an invalid list, or None.
 
         Problems are reported in item order, one at a time: the model fixes it and resends.
         """
         seen: set[str] = set()
         for todo in todos:
-            if not todo.content:
+            if not todo.content.strip():
                 return EMPTY_CONTENT
             if todo.content in seen:
                 return f'Error: invalid todos: duplicate content "{todo.content}"'
@@ -93,7 +91,7 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         """`todo_write 2/5 done · now: Run the tests` (one short line for hosts)."""
         if not args.todos:
             return "todo_write cleared the list"
-        active = [normalize(t.content) for t in args.todos if t.status == "in_progress"]
+        active = [fold(t.content) for t in args.todos if t.status == "in_progress"]
         done = sum(t.status == "completed" for t in args.todos)
         now = ""
         if active:
