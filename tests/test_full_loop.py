@@ -51,9 +51,7 @@ def script_file(tmp_path: Path, steps: list[dict[str, Any]]) -> ScriptedModel:
 
 def start(store: SessionStore, host: PluginHost, model: ScriptedModel) -> Agent:
     log = store.create(system_prompt="You are a careful agent.", cwd=os.getcwd())
-    return Agent(
-        log, model, host.tools, services={"store": store}, on_event=host.hooks.event_appended
-    )
+    return Agent(log, model, host.tools, store=store, on_event=host.hooks.event_appended)
 
 
 def written(log: SessionLog) -> list[Todos]:

@@ -59,7 +59,7 @@ async def test_live_todo_write_lands_and_is_replaced(live_spec: str, harness_hom
     model = build_model(live_spec, {}, os.environ)
     assert isinstance(model, OpenAICompatModel)
     async with model:
-        agent = Agent(log, model, host.tools, max_steps=12, services={"store": store})
+        agent = Agent(log, model, host.tools, max_steps=12, store=store)
         with anyio.fail_after(300):
             outcome = await agent.run_turn(PROMPT)
     writes = [event for event in log.events if event.type == "todo/write"]

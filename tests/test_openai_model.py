@@ -364,9 +364,7 @@ async def test_full_turn_with_todo_write(openai_server: OpenAIServer, harness_ho
     host, store, log = open_session(harness_home)
     seen: list[Event] = []
     async with connect(openai_server, "deepseek") as model:
-        agent = Agent(
-            log, model, host.tools, services={"store": store}, on_event=lambda _, e: seen.append(e)
-        )
+        agent = Agent(log, model, host.tools, store=store, on_event=lambda _, e: seen.append(e))
         outcome = await agent.run_turn("Plan the work.")
     assert (outcome.status, outcome.text) == ("completed", "Planned.")
     types = [event.type for event in log.events]
@@ -408,7 +406,7 @@ async def test_model_failure_ends_the_turn_as_error(
     openai_server.expect(*[error_reply(503, "overloaded")] * 3)
     host, store, log = open_session(harness_home)
     async with connect(openai_server) as model:
-        outcome = await Agent(log, model, host.tools, services={"store": store}).run_turn("hi")
+        outcome = await Agent(log, model, host.tools, store=store).run_turn("hi")
     assert outcome.status == "error"
     assert outcome.error is not None and "HTTP 503 after 3 attempts" in outcome.error
     assert log.events[-1].type == "turn/end"
@@ -429,7 +427,7 @@ async def test_host_cancel_closes_a_slow_stream(
         first_text.set()
 
     async with connect(openai_server) as model:
-        agent = Agent(log, model, host.tools, services={"store": store}, on_delta=on_delta)
+        agent = Agent(log, model, host.tools, store=store, on_delta=on_delta)
         async with anyio.create_task_group() as group:
             group.start_soon(agent.run_turn, "talk slowly")
             with anyio.fail_after(5):

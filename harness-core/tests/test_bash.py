@@ -9,11 +9,11 @@ from pathlib import Path
 import anyio
 import pytest
 from harness_core.config import Config
-from harness_core.log import SessionStore
+from harness_core.log import Event, SessionStore
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
-from harness_core.tools import ExecContext, ToolResult
+from harness_core.tools import CallingAgent, ChildOutcome, ExecContext, ToolResult
 from harness_core.tools.bash import BashArgs, BashTool, OutputCapture
 from process_helpers import has_pid, poll, running
 
@@ -72,6 +72,29 @@ async def test_runs_in_the_sessions_working_directory(store: SessionStore, tmp_p
     result = await run("pwd", context_in(store, workdir))
     assert result.text == f"{workdir}\n[exit code 0]"
     assert Path.cwd() != workdir
+
+
+class HostCaller:
+    """An embedding host's own caller: a session and a working directory, no agent loop."""
+
+    session_id = "host-session"
+    depth = 0
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+
+    def append(self, type: str, payload: object) -> Event:
+        raise AssertionError("bash appends nothing")
+
+    async def run_child(self, task: str, *, call_id: str | None = None) -> ChildOutcome:
+        raise AssertionError("bash runs no child")
+
+
+async def test_runs_in_the_cwd_of_any_calling_agent(tmp_path: Path) -> None:
+    """bash needs only the CallingAgent protocol's `cwd`, not the loop's Agent."""
+    caller: CallingAgent = HostCaller(str(tmp_path))
+    result = await run("pwd", ExecContext(agent=caller, call_id="call_1"))
+    assert result.text == f"{tmp_path}\n[exit code 0]"
 
 
 async def test_a_missing_working_directory_is_an_error_result(

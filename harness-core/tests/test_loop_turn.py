@@ -78,7 +78,7 @@ def new_agent(
 ) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(steps)
     log = store.create(system_prompt="You test.", cwd=os.getcwd())
-    return Agent(log, model, host.tools, services={"store": store}, **options), model
+    return Agent(log, model, host.tools, store=store, **options), model
 
 
 def record_commits(log: SessionLog) -> list[int]:

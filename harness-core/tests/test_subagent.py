@@ -47,7 +47,7 @@ def parent_agent(
 ) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(steps)
     log = store.create(system_prompt="Be brief.", cwd=os.getcwd())
-    return Agent(log, model, host.tools, services={"store": store}), model
+    return Agent(log, model, host.tools, store=store), model
 
 
 def child_of(store: SessionStore, parent: SessionLog) -> SessionLog:
@@ -182,13 +182,13 @@ async def test_cancelling_the_parent_cancels_the_child_and_both_logs_stay_valid(
 async def test_without_a_store_the_host_bug_is_reported(
     store: SessionStore, host: PluginHost
 ) -> None:
-    """An Agent built without services={"store": ...} gets an error result that says so."""
+    """An Agent built without store=... gets an error result that says so."""
     model = ScriptedModel([subagent("x"), {"text": "ok"}])
     log = store.create(cwd=os.getcwd())
     await Agent(log, model, host.tools).run_turn("Go.")
     assert model.requests[1][-1]["content"] == (
-        "Error: subagent failed: RuntimeError: the subagent tool needs the session store: "
-        'build the Agent with services={"store": store}'
+        "Error: subagent failed: RuntimeError: a child agent needs the session store: "
+        "build the Agent with store=store"
     )
 
 

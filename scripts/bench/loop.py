@@ -122,7 +122,7 @@ def one_turn(host: PluginHost, home: Path, steps: int) -> Run:
             model,
             host.tools,
             max_steps=steps,
-            services={"store": store},
+            store=store,
             on_event=host.hooks.event_appended,
         )
         clock = SyncClock()

@@ -230,7 +230,7 @@ class App:
             model,
             self.host.tools,
             max_steps=self.max_steps(),
-            services={"store": self.store},
+            store=self.store,
             on_event=observe,
             on_delta=on_delta,
         )

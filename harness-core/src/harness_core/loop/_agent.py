@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -37,8 +37,13 @@ from ..log import (
     UserMessage,
 )
 from ..models import DeltaSink, Model, ModelError, ModelResponse, ResponseToolCall
-from ..tools import ExecContext, ToolRegistry
+from ..tools import ChildOutcome, ExecContext, ToolRegistry
 from ..tools import ToolResult as CallResult
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..log import SessionStore
 
 __all__ = ["CANCELLED_TEXT", "CRASHED_TURN", "DEFAULT_MAX_STEPS", "Agent", "TurnOutcome"]
 
@@ -62,7 +67,11 @@ class TurnOutcome:
 
 
 class Agent:
-    """Drives one session: a model, the tools it may call, and the log they write to."""
+    """Drives one session: a model, the tools it may call, and the log they write to.
+
+    It is the `CallingAgent` its tools see (`exec_ctx.agent`). `store` is where a child
+    agent's session is created (the subagent tool); without it `run_child` fails.
+    """
 
     def __init__(
         self,
@@ -74,7 +83,7 @@ class Agent:
         on_event: EventSink | None = None,
         on_delta: DeltaSink | None = None,
         depth: int = 0,
-        services: dict[str, Any] | None = None,
+        store: SessionStore | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -85,18 +94,57 @@ class Agent:
         self.on_event = on_event
         self.on_delta = on_delta
         self.depth = depth
-        # What tools may need beyond the session (the subagent tool uses the store).
-        self.services = services or {}
+        self.store = store
         self.turn: int | None = None
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
         self._observing = False
 
-    def append(self, type: str, payload: Any) -> Event:
+    # -- what tools may use (CallingAgent) -------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def cwd(self) -> str | None:
+        cwd = self.session.events[0].data.get("cwd") if self.session.events else None
+        return cwd if isinstance(cwd, str) and cwd else None
+
+    def append(self, type: str, payload: BaseModel | dict[str, Any]) -> Event:
         """Append an event to this agent's session inside the open turn (tools use this)."""
         if self.turn is None:
             raise RuntimeError(f"no turn is open on session {self.session.session_id}")
         return self.session.append(type, payload, turn=self.turn)
+
+    async def run_child(self, task: str, *, call_id: str | None = None) -> ChildOutcome:
+        """Run `task` as one turn of a child agent: same model and tools, its own session.
+
+        The child's session/start names this session and `call_id`, so the tree of sessions
+        can be rebuilt from the logs alone.
+        """
+        if self.store is None:  # a host wiring bug, not the model's: raise so it is logged
+            raise RuntimeError(
+                "a child agent needs the session store: build the Agent with store=store"
+            )
+        start = self.session.events[0].data
+        with self.store.create(
+            system_prompt=start.get("system_prompt"),
+            cwd=start.get("cwd"),
+            parent_session=self.session_id,
+            parent_call_id=call_id,
+        ) as log:
+            child = Agent(
+                log,
+                self.model,
+                self.tools,
+                max_steps=self.max_steps,
+                on_event=self.on_event,
+                depth=self.depth + 1,
+                store=self.store,
+            )
+            outcome = await child.run_turn(task)
+        return ChildOutcome(log.session_id, outcome.status, outcome.text, outcome.error)
 
     def cancel(self) -> None:
         """Stop the running turn (a host's stop button): it ends as `cancelled` and returns.

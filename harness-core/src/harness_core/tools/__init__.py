@@ -1,10 +1,13 @@
 """Tools: the base class, strict schemas, and the registry every call goes through."""
 
+from ._caller import CallingAgent, ChildOutcome
 from ._registry import Disposer, RegisteredTool, ToolNameConflict, ToolRegistry
 from ._schema import SchemaError, strict_schema
 from ._tool import ExecContext, Tool, ToolResult
 
 __all__ = [
+    "CallingAgent",
+    "ChildOutcome",
     "Disposer",
     "ExecContext",
     "RegisteredTool",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from ..loop import Agent
+from ._caller import CallingAgent
 
 __all__ = ["ExecContext", "Tool", "ToolResult"]
 
@@ -29,9 +28,8 @@ class ToolResult:
 class ExecContext:
     """Who is calling: the agent (with its session), or None for a call from outside a loop."""
 
-    agent: Agent | None = None
+    agent: CallingAgent | None = None
     call_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Tool(ABC, Generic[ArgsT]):

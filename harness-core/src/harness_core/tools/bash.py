@@ -167,8 +167,5 @@ def _with_note(output: str, note: str) -> str:
 
 def _working_directory(ctx: ExecContext) -> str:
     """session/start `cwd` of the calling agent's session; the process's own without one."""
-    if ctx.agent is not None and ctx.agent.session.events:
-        cwd = ctx.agent.session.events[0].data.get("cwd")
-        if isinstance(cwd, str) and cwd:
-            return cwd
-    return os.getcwd()
+    cwd = ctx.agent.cwd if ctx.agent is not None else None
+    return cwd or os.getcwd()

@@ -7,14 +7,11 @@ child's log; the parent sees only the child's final answer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._tool import ExecContext, Tool, ToolResult
-
-if TYPE_CHECKING:
-    from ..log import SessionStore
 
 __all__ = ["SubagentArgs", "SubagentTool"]
 
@@ -43,8 +40,6 @@ class SubagentTool(Tool[SubagentArgs]):
         return f"subagent: {first[:80]}"
 
     async def execute(self, args: SubagentArgs, ctx: ExecContext) -> ToolResult:
-        from ..loop import Agent  # the loop imports tools; import it late to avoid a cycle
-
         parent = ctx.agent
         if parent is None:
             return ToolResult("Error: subagent requires an owning agent session", is_error=True)
@@ -53,35 +48,12 @@ class SubagentTool(Tool[SubagentArgs]):
                 f"Error: subagents may nest at most {self.max_depth} deep; do this task yourself",
                 is_error=True,
             )
-        store: SessionStore | None = parent.services.get("store")
-        if store is None:  # a host wiring bug, not the model's: raise so it is logged
-            raise RuntimeError(
-                "the subagent tool needs the session store: build the Agent with "
-                'services={"store": store}'
-            )
-        start = parent.session.events[0].data
-        child_log = store.create(
-            system_prompt=start.get("system_prompt"),
-            cwd=start.get("cwd"),
-            parent_session=parent.session.session_id,
-            parent_call_id=ctx.call_id,
-        )
-        with child_log:
-            child = Agent(
-                child_log,
-                parent.model,
-                parent.tools,
-                max_steps=parent.max_steps,
-                on_event=parent.on_event,
-                depth=parent.depth + 1,
-                services=parent.services,
-            )
-            outcome = await child.run_turn(args.task)
-        data = {"session": child_log.session_id, "status": outcome.status}
+        outcome = await parent.run_child(args.task, call_id=ctx.call_id)
+        data = {"session": outcome.session_id, "status": outcome.status}
         if outcome.status != "completed":
             detail = outcome.error or outcome.status
             return ToolResult(
-                f"Error: the subagent (session {child_log.session_id}) did not finish: {detail}",
+                f"Error: the subagent (session {outcome.session_id}) did not finish: {detail}",
                 is_error=True,
                 data=data,
             )
