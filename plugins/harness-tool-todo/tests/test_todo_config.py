@@ -14,6 +14,7 @@ from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
 from harness_tool_todo import TodoWriteTool
+from harness_tool_todo._tool import DESCRIPTION, ONE_ACTIVE, PARALLEL_ACTIVE, PARALLEL_DESCRIPTION
 from todo_helpers import open_turn
 
 ENV_VAR = "HARNESS_TODO_ALLOW_PARALLEL_IN_PROGRESS"
@@ -107,3 +108,27 @@ async def test_process_environment_is_read(
     host = PluginHost(Config.load(harness_home))
     host.add(harness_tool_todo, dist="harness-tool-todo")
     assert await write_two_active(host, harness_home) == ACCEPTED
+
+
+def described(host: PluginHost) -> str:
+    """The todo_write description as the model is sent it with every request."""
+    (entry,) = [s for s in host.tools.schemas() if s["function"]["name"] == "todo_write"]
+    return str(entry["function"]["description"])
+
+
+@pytest.mark.parametrize(
+    ("env", "description", "rule", "other"),
+    [
+        ({}, DESCRIPTION, ONE_ACTIVE, PARALLEL_ACTIVE),
+        ({ENV_VAR: "true"}, PARALLEL_DESCRIPTION, PARALLEL_ACTIVE, ONE_ACTIVE),
+    ],
+    ids=["one-in-progress", "parallel"],
+)
+def test_the_description_teaches_the_policy_in_force(
+    harness_home: Path, env: dict[str, str], description: str, rule: str, other: str
+) -> None:
+    """The model is taught the in-progress rule the tool enforces, and never the other one."""
+    text = described(host_for(harness_home, env))
+    assert text == description
+    assert rule in text.splitlines() and other not in text
+    assert len(text) < 1500

@@ -74,15 +74,18 @@ def test_schema_is_strict_and_exact(todo_host: PluginHost) -> None:
 
 
 def test_description_is_short_and_behavioural() -> None:
-    """The description stays under 1,500 characters and says how to use the list."""
-    assert len(DESCRIPTION) <= 1500
+    """The description stays under 1,500 characters and teaches the discipline of the list."""
+    assert len(DESCRIPTION) < 1500
     text = DESCRIPTION.lower()
     for rule in (
         "three or more steps",
         "whole list",
+        "in the order you will do them",
+        "exactly one task is in_progress",
         "in_progress before you start",
         "one task at a time",
         "completed as soon as it is done",
+        "in the same response as the work",
         "do not repeat it",
     ):
         assert rule in text, rule

@@ -36,7 +36,8 @@ class Tool(ABC, Generic[ArgsT]):
     """A model-callable tool. Subclasses set the class attributes and implement `execute`."""
 
     name: ClassVar[str]
-    description: ClassVar[str]
+    # Usually a class attribute; a tool whose settings change what it does may set its own.
+    description: str
     arguments: ClassVar[type[BaseModel]]
     # An exclusive tool never runs beside another call of the same assistant message: its
     # calls run alone, in call order (todo_write is one: the later list must win).

@@ -15,22 +15,46 @@ from harness_core.tools import ExecContext, Tool, ToolResult
 from ._model import TodoItem, TodoWriteArgs, TodoWritePayload, count
 from ._render import fold, render_checklist
 
-__all__ = ["DESCRIPTION", "EMPTY_CONTENT", "EVENT_TYPE", "NO_AGENT", "TodoWriteTool"]
+__all__ = [
+    "DESCRIPTION",
+    "EMPTY_CONTENT",
+    "EVENT_TYPE",
+    "NO_AGENT",
+    "ONE_ACTIVE",
+    "PARALLEL_ACTIVE",
+    "PARALLEL_DESCRIPTION",
+    "TodoWriteTool",
+]
 
 EVENT_TYPE: Final = "todo/write"
 
-DESCRIPTION: Final = """\
+# What the model reads about the tool with every request: short (it is paid for on each one)
+# and behavioural. One line depends on the in-progress policy, so the model is never taught a
+# rule the tool does not enforce (or refused for following the one it was taught).
+_DESCRIPTION: Final = """\
 Plan and track multi-step work as a todo list the user sees live.
 Use it when a task needs three or more steps or the user asks for several things; \
 skip it for a single quick step.
 Every call sends the whole list, which replaces the previous one.
-- Write each task once, as a short imperative phrase.
-- Mark a task in_progress before you start on it; work on one task at a time.
+- Keep the tasks in the order you will do them; write each once, as a short imperative phrase.
+{active}
 - Mark a task completed as soon as it is done; do not save completions for later.
 - Never mark a task completed while it is failing or partial: keep it in_progress and add \
 a task for what blocks it.
 - Add tasks you discover, and drop ones that no longer apply.
+- When you can make several tool calls at once, update the list in the same response as \
+the work (beside the call that starts the next task), not in a response of its own.
 The host shows the list to the user: do not repeat it in your replies."""
+ONE_ACTIVE: Final = (
+    "- Exactly one task is in_progress while work remains: mark a task in_progress before you "
+    "start on it, and work on one task at a time."
+)
+PARALLEL_ACTIVE: Final = (
+    "- Mark a task in_progress before you start on it. Several may be in_progress only while "
+    "you really work on them at the same time; otherwise keep exactly one."
+)
+DESCRIPTION: Final = _DESCRIPTION.format(active=ONE_ACTIVE)
+PARALLEL_DESCRIPTION: Final = _DESCRIPTION.format(active=PARALLEL_ACTIVE)
 
 NO_AGENT: Final = "Error: todo_write requires an owning agent session"
 EMPTY_CONTENT: Final = "Error: invalid todo: `content` must be a non-empty string"
@@ -47,6 +71,7 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
 
     def __init__(self, *, allow_parallel_in_progress: bool = False) -> None:
         self.allow_parallel_in_progress = allow_parallel_in_progress
+        self.description = PARALLEL_DESCRIPTION if allow_parallel_in_progress else DESCRIPTION
 
     async def execute(self, args: TodoWriteArgs, ctx: ExecContext) -> ToolResult:
         # Single owner: the list lives on the calling agent's own session, so a call from
