@@ -34,7 +34,7 @@ class Probe(Tool[ProbeArgs]):
     def __init__(self, timeline: list[str]) -> None:
         self.timeline = timeline
 
-    async def execute(self, args: ProbeArgs, ctx: ExecContext) -> ToolResult:
+    async def execute(self, args: ProbeArgs, exec_ctx: ExecContext) -> ToolResult:
         self.timeline.append(f"start {args.label}")
         await anyio.sleep(args.seconds)
         self.timeline.append(f"end {args.label}")
@@ -342,7 +342,7 @@ class Unstorable(Tool[ProbeArgs]):
     description: ClassVar[str] = "Return a result the log cannot store."
     arguments = ProbeArgs
 
-    async def execute(self, args: ProbeArgs, ctx: ExecContext) -> ToolResult:
+    async def execute(self, args: ProbeArgs, exec_ctx: ExecContext) -> ToolResult:
         if args.label == "object":
             return ToolResult("ok", data={"handle": object()})
         if args.label == "surrogate":

@@ -34,7 +34,7 @@ class PlanTool(Tool[PlanArgs]):
     description = "Record a plan."
     arguments = PlanArgs
 
-    async def execute(self, args: PlanArgs, ctx: ExecContext) -> ToolResult:
+    async def execute(self, args: PlanArgs, exec_ctx: ExecContext) -> ToolResult:
         if args.note == "explode":
             raise RuntimeError("kaboom")
         return ToolResult(f"{len(args.steps)} steps", data={"note": args.note})

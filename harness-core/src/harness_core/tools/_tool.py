@@ -49,7 +49,7 @@ class Tool(ABC, Generic[ArgsT]):
     log_only: ClassVar[bool] = False
 
     @abstractmethod
-    async def execute(self, args: ArgsT, ctx: ExecContext) -> ToolResult:
+    async def execute(self, args: ArgsT, exec_ctx: ExecContext) -> ToolResult:
         """Run the call. Raise for unexpected failures; the registry reports them."""
 
     def present_call(self, args: ArgsT) -> str:

@@ -81,8 +81,8 @@ class BashTool(Tool[BashArgs]):
         first = args.command.strip().splitlines()[0] if args.command.strip() else ""
         return f"$ {first[:100]}"
 
-    async def execute(self, args: BashArgs, ctx: ExecContext) -> ToolResult:
-        cwd = _working_directory(ctx)
+    async def execute(self, args: BashArgs, exec_ctx: ExecContext) -> ToolResult:
+        cwd = _working_directory(exec_ctx)
         try:
             process = await _spawn(args.command, cwd)
         except OSError:
@@ -165,7 +165,7 @@ def _with_note(output: str, note: str) -> str:
     return f"{output}{note}" if output.endswith("\n") else f"{output}\n{note}"
 
 
-def _working_directory(ctx: ExecContext) -> str:
+def _working_directory(exec_ctx: ExecContext) -> str:
     """session/start `cwd` of the calling agent's session; the process's own without one."""
-    cwd = ctx.agent.cwd if ctx.agent is not None else None
+    cwd = exec_ctx.agent.cwd if exec_ctx.agent is not None else None
     return cwd or os.getcwd()

@@ -39,8 +39,8 @@ class SubagentTool(Tool[SubagentArgs]):
         first = args.task.strip().splitlines()[0] if args.task.strip() else ""
         return f"subagent: {first[:80]}"
 
-    async def execute(self, args: SubagentArgs, ctx: ExecContext) -> ToolResult:
-        parent = ctx.agent
+    async def execute(self, args: SubagentArgs, exec_ctx: ExecContext) -> ToolResult:
+        parent = exec_ctx.agent
         if parent is None:
             return ToolResult("Error: subagent requires an owning agent session", is_error=True)
         if parent.depth >= self.max_depth:
@@ -48,7 +48,7 @@ class SubagentTool(Tool[SubagentArgs]):
                 f"Error: subagents may nest at most {self.max_depth} deep; do this task yourself",
                 is_error=True,
             )
-        outcome = await parent.run_child(args.task, call_id=ctx.call_id)
+        outcome = await parent.run_child(args.task, call_id=exec_ctx.call_id)
         data = {"session": outcome.session_id, "status": outcome.status}
         if outcome.status != "completed":
             detail = outcome.error or outcome.status

@@ -73,10 +73,10 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         self.allow_parallel_in_progress = allow_parallel_in_progress
         self.description = PARALLEL_DESCRIPTION if allow_parallel_in_progress else DESCRIPTION
 
-    async def execute(self, args: TodoWriteArgs, ctx: ExecContext) -> ToolResult:
+    async def execute(self, args: TodoWriteArgs, exec_ctx: ExecContext) -> ToolResult:
         # Single owner: the list lives on the calling agent's own session, so a call from
         # outside an agent loop has nowhere to write and is refused before anything else.
-        if ctx.agent is None:
+        if exec_ctx.agent is None:
             return ToolResult(NO_AGENT, is_error=True)
         # Content is kept exactly as written: the log must match the call in the model's own
         # history, and a duplicate error must quote a text the model can find in its list.
@@ -87,7 +87,7 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
             return ToolResult(problem, is_error=True)
         # The payload is built from fresh items and the log stores its own JSON dump, so the
         # logged event is a snapshot no later change to the arguments or result data reaches.
-        ctx.agent.append(EVENT_TYPE, TodoWritePayload(todos=tuple(todos)))
+        exec_ctx.agent.append(EVENT_TYPE, TodoWritePayload(todos=tuple(todos)))
         counts = count(todos)
         return ToolResult(
             f"Updated todo list: {counts['pending']} pending, {counts['inProgress']} in progress, "
