@@ -64,6 +64,30 @@ def test_same_name_from_another_owner_conflicts() -> None:
     assert registry.get("test/bookmark") == EventType("test/bookmark", Bookmark, surface=False)
 
 
+def test_core_types_name_their_payload_models() -> None:
+    """Each core type resolves to the payload model the write path validates against."""
+    from harness_core.log import _events
+
+    for event_type in CORE_EVENT_TYPES:
+        model = event_type.payload
+        assert model is getattr(_events, model.__name__)
+        assert event_type.owner == "harness_core"
+
+
+def test_a_payload_named_by_reference_is_imported_on_first_use() -> None:
+    """`"module:Class"` declares a type without importing it; the owner is read from the name."""
+    registry = EventTypeRegistry()
+    registry.declare(EventType("test/later", "not_installed_pkg.events:Later", surface=False))
+    declared = registry.get("test/later")
+    assert declared is not None and declared.owner == "not_installed_pkg"
+    assert "test/later" in registry.names()
+    with pytest.raises(ModuleNotFoundError, match="not_installed_pkg"):
+        declared.payload  # noqa: B018  # the import happens here, not at declaration
+    by_ref = EventType("test/bookmark", f"{__name__}:Bookmark", surface=False)
+    assert by_ref.payload is Bookmark
+    assert by_ref == EventType("test/bookmark", Bookmark, surface=False)
+
+
 def test_core_type_cannot_be_taken_over_by_a_plugin() -> None:
     """A plugin redeclaring `message/user` is a conflict with harness_core."""
     registry = EventTypeRegistry()

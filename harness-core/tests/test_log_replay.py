@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +47,22 @@ def test_replay_rebuilds_events_projection_and_committed_seq(
     assert reopened.projection.request_messages() == messages
     assert reopened.committed_seq == written[-1].seq
     assert reopened.problems == []
+
+
+def test_reading_a_session_loads_no_pydantic(log_store: SessionStore, log_turn: WriteTurn) -> None:
+    """Replay and the message projection trust what this version wrote: no payload models load."""
+    path = _session(log_store, log_turn)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from harness_core.log import EventTypeRegistry, SessionLog\n"
+        f"log = SessionLog.open(Path({str(path)!r}), EventTypeRegistry(), writable=False)\n"
+        "assert log.projection.request_messages()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pydantic')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_unknown_type_is_kept_and_skipped_with_a_problem(

@@ -17,13 +17,14 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:  # pydantic loads in `parse`: the query commands read config and never parse
+    from pydantic import BaseModel
 
 __all__ = ["Config", "ConfigError", "PluginConfig"]
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 
 class ConfigError(ValueError):
@@ -61,6 +62,8 @@ class PluginConfig:
         Unknown keys reach the model too, so one with `extra="forbid"` rejects a misspelt
         setting instead of silently ignoring it.
         """
+        from pydantic import ValidationError
+
         values = dict(self._section)
         for key in model.model_fields:
             raw = self._env.get(_env_name(self.plugin, key))

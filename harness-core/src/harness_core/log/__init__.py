@@ -1,27 +1,35 @@
-"""The session log: an append-only, event-sourced JSON Lines file per session."""
+"""The session log: an append-only, event-sourced JSON Lines file per session.
+
+The core payload models (`UserMessage`, `ToolResult`, ...) are imported on first use
+(PEP 562): reading a session trusts what this version wrote and never loads pydantic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._envelope import EnvelopeError, Event
-from ._events import (
-    CORE_EVENT_TYPES,
-    AssistantMessage,
-    EventType,
-    EventTypeConflict,
-    EventTypeRegistry,
-    SessionStart,
-    ToolCall,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    TurnStatus,
-    Usage,
-    UserMessage,
-)
 from ._file import LogWriteError, ReadOnlyLog, SessionLog
 from ._invariants import InvariantViolation, dev_mode
 from ._lock import SessionLocked
 from ._projection import INTERRUPTED_TEXT, MessageProjection, derive_messages
 from ._store import SessionNotFound, SessionStore, SessionSummary, default_home
 from ._tail import find_latest, last_event
+from ._types import CORE_EVENT_TYPES, EventType, EventTypeConflict, EventTypeRegistry
+
+if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
+    from ._events import (
+        AssistantMessage,
+        SessionStart,
+        ToolCall,
+        ToolResult,
+        TurnEnd,
+        TurnStart,
+        TurnStatus,
+        Usage,
+        UserMessage,
+    )
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -55,3 +63,12 @@ __all__ = [
     "find_latest",
     "last_event",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Only the payload models are listed in __all__ without being imported above.
+    if name not in __all__:
+        raise AttributeError(f"module 'harness_core.log' has no attribute {name!r}")
+    value = getattr(importlib.import_module("harness_core.log._events"), name)
+    globals()[name] = value
+    return value

@@ -13,16 +13,18 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from ._envelope import EnvelopeError, Event, now_ts
-from ._events import EventTypeRegistry
 from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
 from ._projection import MessageProjection
+from ._types import EventTypeRegistry
+
+if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
+    from pydantic import BaseModel
 
 __all__ = ["LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
 
@@ -253,7 +255,7 @@ class SessionLog:
         try:
             if not isinstance(payload, model):
                 payload = model.model_validate(payload)
-        except ValidationError as exc:
+        except ValueError as exc:  # pydantic's ValidationError, without importing pydantic
             raise ValueError(f"invalid {type} payload: {exc}") from None
         # `model_dump(mode="json")` minus its wrapper: this runs on every append.
         data: dict[str, Any] = model.__pydantic_serializer__.to_python(payload, mode="json")

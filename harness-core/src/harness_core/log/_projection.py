@@ -17,7 +17,7 @@ from collections.abc import Container, Iterable
 from typing import Any, Final
 
 from ._envelope import Event
-from ._events import CORE_EVENT_TYPES
+from ._types import CORE_EVENT_TYPES
 
 __all__ = ["INTERRUPTED_TEXT", "MessageProjection", "derive_messages"]
 

@@ -14,13 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-import platformdirs
-
 from .._version import __version__
 from ._envelope import EnvelopeError, decode_line
-from ._events import EventTypeRegistry, SessionStart
 from ._file import SessionLog
 from ._tail import last_event
+from ._types import EventTypeRegistry
 
 __all__ = ["SessionNotFound", "SessionStore", "SessionSummary", "default_home"]
 
@@ -31,7 +29,11 @@ _HEAD_BYTES: Final = 16 * 1024
 def default_home() -> Path:
     """`$HARNESS_HOME`, else the per-user data directory."""
     configured = os.environ.get("HARNESS_HOME")
-    return Path(configured) if configured else platformdirs.user_data_path("harness")
+    if configured:
+        return Path(configured)
+    import platformdirs  # only when HARNESS_HOME is unset
+
+    return platformdirs.user_data_path("harness")
 
 
 class SessionNotFound(LookupError):
@@ -66,6 +68,8 @@ class SessionStore:
         parent_call_id: str | None = None,
     ) -> SessionLog:
         """A new session, locked for writing, with its session/start committed."""
+        from ._events import SessionStart  # the write path validates with pydantic
+
         self.directory.mkdir(parents=True, exist_ok=True)
         now = datetime.now(UTC)
         session_id = now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)

@@ -1,0 +1,124 @@
+"""Event types: a name, a payload model and a surface flag; the registry plugins extend.
+
+Surface events are the ones `derive_messages` turns into the model's message history;
+everything else (turn structure, UI state such as a todo list) rides on the log without
+perturbing that history.
+
+This module imports no pydantic: reading a session needs the types' names and surface flags
+only. A payload model may be named as `"module:Class"` and is imported when something first
+asks for it (the write path validating an append), so the query commands never pay for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final, cast
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["CORE_EVENT_TYPES", "EventType", "EventTypeConflict", "EventTypeRegistry"]
+
+
+class EventType:
+    """A named event type: its payload model and whether it reaches the model history.
+
+    `payload` is the model class, or `"package.module:Class"` to import it on first use.
+    Only core types are rendered into messages; a plugin's type should be `surface=False`
+    (UI or bookkeeping state), which is what keeps it from perturbing the model history.
+    """
+
+    __slots__ = ("_model", "_ref", "name", "surface")
+
+    def __init__(self, name: str, payload: type[BaseModel] | str, surface: bool) -> None:
+        self.name = name
+        self.surface = surface
+        self._model: type[BaseModel] | None = None if isinstance(payload, str) else payload
+        self._ref = payload if isinstance(payload, str) else None
+        if self._ref is not None and ":" not in self._ref:
+            raise ValueError(f"event type {name!r}: payload {self._ref!r} is not 'module:Class'")
+
+    @property
+    def payload(self) -> type[BaseModel]:
+        """The payload model, imported on first use when it was given as a reference."""
+        model = self._model
+        if model is None:
+            assert self._ref is not None
+            module, _, qualname = self._ref.partition(":")
+            found: object = importlib.import_module(module)
+            for attr in qualname.split("."):
+                found = getattr(found, attr)
+            # Not checked here: the first append validates through it, and fails loudly.
+            model = self._model = cast("type[BaseModel]", found)
+        return model
+
+    @property
+    def owner(self) -> str:
+        """The top-level package that defines the payload: the type's owner."""
+        module = self._ref.partition(":")[0] if self._ref is not None else self.payload.__module__
+        return module.split(".", 1)[0]
+
+    @property
+    def where(self) -> str:
+        """`module:Class` of the payload model, without importing it."""
+        return self._ref or f"{self.payload.__module__}:{self.payload.__qualname__}"
+
+    def _key(self) -> tuple[str, str, bool]:
+        return (self.name, self.where, self.surface)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EventType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"EventType({self.name!r}, {self.where!r}, surface={self.surface})"
+
+
+_CORE: Final = "harness_core.log._events"
+
+CORE_EVENT_TYPES: Final[tuple[EventType, ...]] = (
+    EventType("session/start", f"{_CORE}:SessionStart", surface=True),
+    EventType("turn/start", f"{_CORE}:TurnStart", surface=False),
+    EventType("turn/end", f"{_CORE}:TurnEnd", surface=False),
+    EventType("message/user", f"{_CORE}:UserMessage", surface=True),
+    EventType("message/assistant", f"{_CORE}:AssistantMessage", surface=True),
+    EventType("tool/result", f"{_CORE}:ToolResult", surface=True),
+)
+
+
+class EventTypeConflict(ValueError):
+    """Two owners declared the same event type name."""
+
+
+class EventTypeRegistry:
+    """Maps event type names to their declarations. Plugins add types; core types are fixed."""
+
+    __slots__ = ("_types", "surface")
+
+    def __init__(self) -> None:
+        self._types: dict[str, EventType] = {t.name: t for t in CORE_EVENT_TYPES}
+        # Updated in place on declare: projections hold this very set, so a type declared
+        # after a log was opened is still folded (or skipped) correctly.
+        self.surface: set[str] = {t.name for t in CORE_EVENT_TYPES if t.surface}
+
+    def declare(self, event_type: EventType) -> None:
+        """Add a type. Re-declaring by the same owner replaces it (a plugin reload does this)."""
+        existing = self._types.get(event_type.name)
+        if existing is not None and existing.owner != event_type.owner:
+            raise EventTypeConflict(
+                f"event type {event_type.name!r} is declared by both {existing.owner!r} "
+                f"and {event_type.owner!r}; rename one of them"
+            )
+        self._types[event_type.name] = event_type
+        if event_type.surface:
+            self.surface.add(event_type.name)
+        else:
+            self.surface.discard(event_type.name)
+
+    def get(self, name: str) -> EventType | None:
+        return self._types.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
