@@ -14,7 +14,7 @@ from harness_core.log import (
     SessionLog,
     SessionStore,
     ToolCall,
-    ToolResult,
+    ToolResultPayload,
     TurnEnd,
     UserMessage,
 )
@@ -65,7 +65,9 @@ def write_turn(log: SessionLog, prompt: str) -> int:
     log.commit()
     log.append(NOTE_TYPE, NotePayload(text=f"note {turn}"), turn=turn)
     for call in calls:
-        result = ToolResult(call_id=call.id, tool_name=call.name, text=f"output of {call.id}")
+        result = ToolResultPayload(
+            call_id=call.id, tool_name=call.name, text=f"output of {call.id}"
+        )
         log.append("tool/result", result, turn=turn)
     log.commit()
     log.append("message/assistant", AssistantMessage(text=f"Answer {turn}."), turn=turn)

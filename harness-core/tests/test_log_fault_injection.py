@@ -13,7 +13,7 @@ from harness_core.log import (
     SessionLog,
     SessionStore,
     ToolCall,
-    ToolResult,
+    ToolResultPayload,
     UserMessage,
 )
 
@@ -31,7 +31,7 @@ def original(log_store: SessionStore, log_turn: WriteTurn) -> tuple[bytes, list[
         log.append("message/user", UserMessage(text="emoji 🙂, 日本語, \u2028 and \x00"), turn=2)
         call = ToolCall(id="c9", name="bash", arguments='{"command": "echo \\"ok\\""}')
         log.append("message/assistant", AssistantMessage(tool_calls=(call,)), turn=2)
-        result = ToolResult(call_id="c9", tool_name="bash", text="ok → ✓\n\u2029")
+        result = ToolResultPayload(call_id="c9", tool_name="bash", text="ok → ✓\n\u2029")
         log.append("tool/result", result, turn=2)
         log.append("message/assistant", AssistantMessage(text="Done ✓"), turn=2)
         return log.path.read_bytes(), list(log.events)

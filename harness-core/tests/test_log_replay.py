@@ -15,7 +15,7 @@ from harness_core.log import (
     SessionLog,
     SessionStore,
     ToolCall,
-    ToolResult,
+    ToolResultPayload,
     UserMessage,
     derive_messages,
 )
@@ -192,7 +192,9 @@ def test_crashed_turn_reopens_with_its_calls_still_open(log_store: SessionStore)
     try:
         assert log.projection.pending_calls == {"c1": "bash"}
         assert log.projection.request_messages()[-1]["tool_call_id"] == "c1"
-        log.append("tool/result", ToolResult(call_id="c1", tool_name="bash", text="ok"), turn=1)
+        log.append(
+            "tool/result", ToolResultPayload(call_id="c1", tool_name="bash", text="ok"), turn=1
+        )
         log.append("turn/end", {"status": "error", "error": "crashed"}, turn=1)
         assert log.projection.pending_calls == {}
     finally:

@@ -32,7 +32,7 @@ from harness_core.log import (
     SessionStart,
     SessionStore,
     ToolCall,
-    ToolResult,
+    ToolResultPayload,
     TurnEnd,
     TurnStart,
     UserMessage,
@@ -104,7 +104,11 @@ class SessionWriter:
                 text = f"Updated todo list: {len(todos)} pending, 0 in progress, 0 completed."
             else:
                 text = _text(rng, 180, 480)
-            yield "tool/result", ToolResult(call_id=call.id, tool_name=call.name, text=text), turn
+            yield (
+                "tool/result",
+                ToolResultPayload(call_id=call.id, tool_name=call.name, text=text),
+                turn,
+            )
 
     def _call(self, rng: random.Random) -> ToolCall:
         self.calls += 1
@@ -127,9 +131,11 @@ class SessionWriter:
         call = ToolCall(
             id="call_final", name="todo_write", arguments=orjson.dumps({"todos": todos}).decode()
         )
-        result = ToolResult(call_id="call_final", tool_name="todo_write", text="Updated.")
+        result = ToolResultPayload(call_id="call_final", tool_name="todo_write", text="Updated.")
         bash = ToolCall(id="call_final_bash", name="bash", arguments='{"command": "ls"}')
-        output = ToolResult(call_id="call_final_bash", tool_name="bash", text=_text(rng, 300, 300))
+        output = ToolResultPayload(
+            call_id="call_final_bash", tool_name="bash", text=_text(rng, 300, 300)
+        )
         yield "turn/start", TurnStart(), turn
         yield "message/user", UserMessage(text=_text(rng, 40, 40)), turn
         yield "message/assistant", AssistantMessage(tool_calls=(call,)), turn
@@ -174,7 +180,9 @@ def write_session(path: Path, events: int, seed: int) -> None:
 
 def _close_cut_turn(log: SessionLog, turn: int) -> None:
     for call_id, name in log.projection.pending_calls.items():
-        log.append("tool/result", ToolResult(call_id=call_id, tool_name=name, text="x"), turn=turn)
+        log.append(
+            "tool/result", ToolResultPayload(call_id=call_id, tool_name=name, text="x"), turn=turn
+        )
     log.append("turn/end", TurnEnd(status="error", error="cut"), turn=turn)
 
 

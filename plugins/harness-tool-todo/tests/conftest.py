@@ -13,7 +13,7 @@ from typing import Any
 
 import harness_tool_todo
 import pytest
-from harness_core.log import AssistantMessage, SessionLog, SessionStore, ToolCall, ToolResult
+from harness_core.log import AssistantMessage, SessionLog, SessionStore, ToolCall, ToolResultPayload
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
@@ -81,7 +81,7 @@ def call(todo_host: PluginHost) -> Call:
         result = await todo_host.tools.execute("todo_write", arguments, context)
         agent.append(
             "tool/result",
-            ToolResult(
+            ToolResultPayload(
                 call_id=call_id,
                 tool_name="todo_write",
                 text=result.text,

@@ -1,6 +1,6 @@
 """The session log: an append-only, event-sourced JSON Lines file per session.
 
-The core payload models (`UserMessage`, `ToolResult`, ...) are imported on first use
+The core payload models (`UserMessage`, `ToolResultPayload`, ...) are imported on first use
 (PEP 562): reading a session trusts what this version wrote and never loads pydantic.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         AssistantMessage,
         SessionStart,
         ToolCall,
-        ToolResult,
+        ToolResultPayload,
         TurnEnd,
         TurnStart,
         TurnStatus,
@@ -51,7 +51,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "ToolCall",
-    "ToolResult",
+    "ToolResultPayload",
     "TurnEnd",
     "TurnStart",
     "TurnStatus",

@@ -14,7 +14,7 @@ __all__ = [
     "AssistantMessage",
     "SessionStart",
     "ToolCall",
-    "ToolResult",
+    "ToolResultPayload",
     "TurnEnd",
     "TurnStart",
     "TurnStatus",
@@ -81,7 +81,9 @@ class AssistantMessage(_Payload):
     usage: Usage | None = None
 
 
-class ToolResult(_Payload):
+class ToolResultPayload(_Payload):
+    """`tool/result`: a call's result as the log keeps it (a tool returns a tools.ToolResult)."""
+
     call_id: str
     tool_name: str
     text: str

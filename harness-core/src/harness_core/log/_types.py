@@ -84,7 +84,7 @@ CORE_EVENT_TYPES: Final[tuple[EventType, ...]] = (
     EventType("turn/end", f"{_CORE}:TurnEnd", surface=False),
     EventType("message/user", f"{_CORE}:UserMessage", surface=True),
     EventType("message/assistant", f"{_CORE}:AssistantMessage", surface=True),
-    EventType("tool/result", f"{_CORE}:ToolResult", surface=True),
+    EventType("tool/result", f"{_CORE}:ToolResultPayload", surface=True),
 )
 
 

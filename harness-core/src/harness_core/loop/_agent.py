@@ -29,7 +29,7 @@ from ..log import (
     Event,
     SessionLog,
     ToolCall,
-    ToolResult,
+    ToolResultPayload,
     TurnEnd,
     TurnStart,
     TurnStatus,
@@ -37,8 +37,7 @@ from ..log import (
     UserMessage,
 )
 from ..models import DeltaSink, Model, ModelError, ModelResponse, ResponseToolCall
-from ..tools import ChildOutcome, ExecContext, ToolRegistry
-from ..tools import ToolResult as CallResult
+from ..tools import ChildOutcome, ExecContext, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -294,7 +293,7 @@ class Agent:
 
     async def _run_calls(self, calls: Sequence[ResponseToolCall]) -> None:
         """Run the batches in order; results land in call order, adjacent to their message."""
-        finished: dict[str, CallResult] = {}
+        finished: dict[str, ToolResult] = {}
         try:
             for batch in self._batches(calls):
                 await self._run_batch(batch, finished)
@@ -318,7 +317,7 @@ class Agent:
         return [*batches, current] if current else batches
 
     async def _run_batch(
-        self, batch: list[ResponseToolCall], finished: dict[str, CallResult]
+        self, batch: list[ResponseToolCall], finished: dict[str, ToolResult]
     ) -> None:
         """Run a batch concurrently; append each result once every earlier call's is in."""
         if len(batch) == 1:  # the common case: no task group to set up
@@ -339,14 +338,14 @@ class Agent:
                 await ready[call.id].wait()
                 self._append_result(call.id, call.name, finished.pop(call.id))
 
-    async def _execute(self, call: ResponseToolCall) -> CallResult:
+    async def _execute(self, call: ResponseToolCall) -> ToolResult:
         return await self.tools.execute(
             call.name, call.arguments, ExecContext(agent=self, call_id=call.id)
         )
 
-    def _append_result(self, call_id: str, tool_name: str, result: CallResult) -> None:
+    def _append_result(self, call_id: str, tool_name: str, result: ToolResult) -> None:
         try:
-            payload = ToolResult(
+            payload = ToolResultPayload(
                 call_id=call_id,
                 tool_name=tool_name,
                 text=result.text,
@@ -362,7 +361,7 @@ class Agent:
             reason = str(exc).splitlines()[0].encode("utf-8", "replace").decode()
             self.append(
                 "tool/result",
-                ToolResult(
+                ToolResultPayload(
                     call_id=call_id,
                     tool_name=tool_name,
                     text=f"Error: {tool_name} returned a result that cannot be stored: {reason}",
@@ -370,8 +369,8 @@ class Agent:
                 ),
             )
 
-    def _answer_open_calls(self, finished: dict[str, CallResult]) -> None:
+    def _answer_open_calls(self, finished: dict[str, ToolResult]) -> None:
         """Give every call of the latest assistant message a result: its own, or interrupted."""
         for call_id, tool_name in self.session.projection.pending_calls.items():
-            result = finished.pop(call_id, None) or CallResult(INTERRUPTED_TEXT, is_error=True)
+            result = finished.pop(call_id, None) or ToolResult(INTERRUPTED_TEXT, is_error=True)
             self._append_result(call_id, tool_name, result)
