@@ -95,15 +95,13 @@ def test_core_type_cannot_be_taken_over_by_a_plugin() -> None:
         registry.declare(EventType("message/user", OtherBookmark, surface=False))
 
 
-def test_redeclare_by_same_owner_updates_the_shared_surface_set() -> None:
-    """A reload may flip the surface flag; the set projections hold changes in place."""
+def test_a_plugin_type_declared_surface_is_refused() -> None:
+    """The projection renders core types only: a plugin surface type is an error, not ignored."""
     registry = EventTypeRegistry()
-    held_by_projections = registry.surface
-    registry.declare(EventType("test/bookmark", Bookmark, surface=True))
-    assert "test/bookmark" in held_by_projections
-    registry.declare(EventType("test/bookmark", Bookmark, surface=False))
-    assert "test/bookmark" not in held_by_projections
-    assert registry.surface is held_by_projections
+    with pytest.raises(ValueError, match=r"'test/bookmark' .* surface=True.*surface=False"):
+        registry.declare(EventType("test/bookmark", Bookmark, surface=True))
+    assert registry.get("test/bookmark") is None
+    assert "test/bookmark" not in registry.surface
 
 
 def test_type_declared_after_open_is_accepted_by_the_open_log(log_store: SessionStore) -> None:

@@ -272,6 +272,30 @@ def test_event_type_conflict_rejects_the_later_plugin(
     assert plugin_host.event_types.get("todo/write").owner == "harness_tool_todo"  # type: ignore[union-attr]
 
 
+def test_a_surface_event_type_rejects_the_plugin(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A plugin declaring its own type surface=True is rejected with the reason and the fix."""
+    source = (
+        "from harness_core.plugins import hookimpl\n"
+        "from harness_core.log import EventType\n"
+        "from pydantic import BaseModel\n"
+        "name = 'loud'\n"
+        "class Note(BaseModel):\n    text: str\n"
+        "@hookimpl\ndef harness_event_types():\n"
+        "    return [EventType('loud/note', Note, surface=True)]\n"
+    )
+    fake_distribution("loud-dist", {"loud": "loud_mod"}, {"loud_mod.py": source})
+    records = load(plugin_host)
+    record = records["loud"]
+    assert record.status == "rejected"
+    assert "'loud/note' (loud_mod) is declared surface=True" in (record.reason or "")
+    assert "declare it with surface=False" in (record.reason or "")
+    assert record.fix == "fix the plugin's harness_event_types declarations"
+    assert plugin_host.event_types.get("loud/note") is None
+    assert records["todo"].status == "loaded"
+
+
 def test_bad_plugin_configuration_rejects_with_the_key_named(
     fake_distribution: FakeDistribution,
 ) -> None:

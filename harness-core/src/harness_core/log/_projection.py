@@ -17,13 +17,11 @@ from collections.abc import Container, Iterable
 from typing import Any, Final
 
 from ._envelope import Event
-from ._types import CORE_EVENT_TYPES
+from ._types import CORE_SURFACE
 
 __all__ = ["INTERRUPTED_TEXT", "MessageProjection", "derive_messages"]
 
 INTERRUPTED_TEXT: Final = "Error: the tool call was interrupted before it returned a result."
-
-_CORE_SURFACE: Final = frozenset(t.name for t in CORE_EVENT_TYPES if t.surface)
 
 Message = dict[str, Any]
 
@@ -33,7 +31,7 @@ class MessageProjection:
 
     __slots__ = ("_backlog", "_messages", "_pending", "_problems", "_surface")
 
-    def __init__(self, surface_types: Container[str] = _CORE_SURFACE) -> None:
+    def __init__(self, surface_types: Container[str] = CORE_SURFACE) -> None:
         self._surface = surface_types
         self._backlog: list[Event] = []  # surface events recorded but not folded yet
         self._messages: list[Message] = []
@@ -150,7 +148,7 @@ def _interrupted(call_id: str) -> Message:
 
 
 def derive_messages(
-    events: Iterable[Event], surface_types: Container[str] = _CORE_SURFACE
+    events: Iterable[Event], surface_types: Container[str] = CORE_SURFACE
 ) -> list[Message]:
     """The message history a fresh replay of `events` produces (surface events only)."""
     projection = MessageProjection(surface_types)

@@ -17,15 +17,21 @@ from typing import TYPE_CHECKING, Final, cast
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["CORE_EVENT_TYPES", "EventType", "EventTypeConflict", "EventTypeRegistry"]
+__all__ = [
+    "CORE_EVENT_TYPES",
+    "CORE_SURFACE",
+    "EventType",
+    "EventTypeConflict",
+    "EventTypeRegistry",
+]
 
 
 class EventType:
     """A named event type: its payload model and whether it reaches the model history.
 
     `payload` is the model class, or `"package.module:Class"` to import it on first use.
-    Only core types are rendered into messages; a plugin's type should be `surface=False`
-    (UI or bookkeeping state), which is what keeps it from perturbing the model history.
+    Only core types are rendered into messages, so a plugin's type must be `surface=False`
+    (UI or bookkeeping state): the registry refuses anything else.
     """
 
     __slots__ = ("_model", "_ref", "name", "surface")
@@ -88,6 +94,10 @@ CORE_EVENT_TYPES: Final[tuple[EventType, ...]] = (
 )
 
 
+# The types the message projection renders; no other type may be declared surface.
+CORE_SURFACE: Final = frozenset(t.name for t in CORE_EVENT_TYPES if t.surface)
+
+
 class EventTypeConflict(ValueError):
     """Two owners declared the same event type name."""
 
@@ -99,9 +109,7 @@ class EventTypeRegistry:
 
     def __init__(self) -> None:
         self._types: dict[str, EventType] = {t.name: t for t in CORE_EVENT_TYPES}
-        # Updated in place on declare: projections hold this very set, so a type declared
-        # after a log was opened is still folded (or skipped) correctly.
-        self.surface: set[str] = {t.name for t in CORE_EVENT_TYPES if t.surface}
+        self.surface: Final = CORE_SURFACE
 
     def declare(self, event_type: EventType) -> None:
         """Add a type. Re-declaring by the same owner replaces it (a plugin reload does this)."""
@@ -111,11 +119,15 @@ class EventTypeRegistry:
                 f"event type {event_type.name!r} is declared by both {existing.owner!r} "
                 f"and {event_type.owner!r}; rename one of them"
             )
+        if event_type.surface and event_type.name not in CORE_SURFACE:
+            # The message projection renders core types only: a plugin's surface type would
+            # be accepted and then silently never reach the model.
+            raise ValueError(
+                f"event type {event_type.name!r} ({event_type.owner}) is declared surface=True, "
+                "but only harness_core's own types reach the model history; declare it with "
+                "surface=False"
+            )
         self._types[event_type.name] = event_type
-        if event_type.surface:
-            self.surface.add(event_type.name)
-        else:
-            self.surface.discard(event_type.name)
 
     def get(self, name: str) -> EventType | None:
         return self._types.get(name)

@@ -29,9 +29,9 @@ def harness_event_types() -> Sequence[EventType]:
     """Declare the session event types this plugin appends.
 
     Return `EventType(name, payload_model, surface)` declarations. The call is historic, so a
-    plugin loaded late (or reloaded) still has its types declared. A plugin's own types should
+    plugin loaded late (or reloaded) still has its types declared. A plugin's own types must
     be `surface=False`: they ride on the log without reaching the model's message history.
-    Declaring a name another package owns fails the plugin's load.
+    Declaring one surface, or a name another package owns, fails the plugin's load.
     """
     raise NotImplementedError
 
