@@ -251,19 +251,24 @@ def test_strict_mode_turns_a_rejection_into_an_error(
     assert load(PluginHost(plugin_host.config))["bad"].status == "rejected"
 
 
+def event_type_plugin(name: str, event_type: str, *, surface: bool) -> str:
+    """A plugin module that declares one event type (payload `P`) and nothing else."""
+    return (
+        "from harness_core.plugins import hookimpl\n"
+        "from harness_core.log import EventType\n"
+        "from pydantic import BaseModel\n"
+        f"name = {name!r}\n"
+        "class P(BaseModel):\n    todos: list\n"
+        "@hookimpl\ndef harness_event_types():\n"
+        f"    return [EventType({event_type!r}, P, surface={surface})]\n"
+    )
+
+
 def test_event_type_conflict_rejects_the_later_plugin(
     plugin_host: PluginHost, fake_distribution: FakeDistribution
 ) -> None:
     """A plugin loading after todo and declaring `todo/write` is rejected; todo keeps it."""
-    source = (
-        "from harness_core.plugins import hookimpl\n"
-        "from harness_core.log import EventType\n"
-        "from pydantic import BaseModel\n"
-        "name = 'zthief'\n"
-        "class P(BaseModel):\n    todos: list\n"
-        "@hookimpl\ndef harness_event_types():\n"
-        "    return [EventType('todo/write', P, surface=False)]\n"
-    )
+    source = event_type_plugin("zthief", "todo/write", surface=False)
     fake_distribution("thief-dist", {"zthief": "thief_mod"}, {"thief_mod.py": source})
     records: dict[str, Any] = load(plugin_host)
     assert records["todo"].status == "loaded"
@@ -276,15 +281,7 @@ def test_a_surface_event_type_rejects_the_plugin(
     plugin_host: PluginHost, fake_distribution: FakeDistribution
 ) -> None:
     """A plugin declaring its own type surface=True is rejected with the reason and the fix."""
-    source = (
-        "from harness_core.plugins import hookimpl\n"
-        "from harness_core.log import EventType\n"
-        "from pydantic import BaseModel\n"
-        "name = 'loud'\n"
-        "class Note(BaseModel):\n    text: str\n"
-        "@hookimpl\ndef harness_event_types():\n"
-        "    return [EventType('loud/note', Note, surface=True)]\n"
-    )
+    source = event_type_plugin("loud", "loud/note", surface=True)
     fake_distribution("loud-dist", {"loud": "loud_mod"}, {"loud_mod.py": source})
     records = load(plugin_host)
     record = records["loud"]
