@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 from harness_core.config import Config
-from harness_core.log import Event, SessionStore
+from harness_core.log import SessionStore
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
@@ -83,7 +83,7 @@ class HostCaller:
     def __init__(self, cwd: str) -> None:
         self.cwd = cwd
 
-    def append(self, type: str, payload: object) -> Event:
+    def append(self, type: str, payload: object) -> None:
         raise AssertionError("bash appends nothing")
 
     async def run_child(self, task: str, *, call_id: str | None = None) -> ChildOutcome:

@@ -135,6 +135,22 @@ def test_listeners_see_each_event_after_it_is_written(log_store: SessionStore) -
     log.close()
 
 
+def test_a_listener_changing_its_event_changes_nothing_the_log_holds(
+    log_store: SessionStore,
+) -> None:
+    """An observer that edits the event it got alters neither the log's events nor its folds."""
+
+    def vandal(event: Event) -> None:
+        event.data["text"] = "changed by an observer"
+
+    with log_store.create() as log:
+        log.listeners.append(vandal)
+        log.append("turn/start", {}, turn=1)
+        log.append("message/user", UserMessage(text="the prompt"), turn=1)
+        assert log.events[-1].data["text"] == "the prompt"
+        assert log.projection.messages == [{"role": "user", "content": "the prompt"}]
+
+
 def test_read_only_log_refuses_appends(log_store: SessionStore) -> None:
     """A reader cannot append; the error names the session."""
     with log_store.create() as log:

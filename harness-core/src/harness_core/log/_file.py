@@ -241,8 +241,12 @@ class SessionLog:
         events.append(event)
         self.projection.apply(event)
         if self.listeners:
+            # Observers get a copy parsed back from the line just written (one for all of
+            # them): whatever they do to its data never reaches the events the log's folds
+            # and its readers see. Only an observed append pays for the parse.
+            seen = Event(seq, type, ts, orjson.loads(line)["data"], turn)
             for listener in tuple(self.listeners):
-                listener(event)
+                listener(seen)
         return event
 
     def _payload_json(self, type: str, payload: BaseModel | dict[str, Any]) -> dict[str, Any]:

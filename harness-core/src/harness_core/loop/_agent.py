@@ -110,11 +110,11 @@ class Agent:
         cwd = self.session.events[0].data.get("cwd") if self.session.events else None
         return cwd if isinstance(cwd, str) and cwd else None
 
-    def append(self, type: str, payload: BaseModel | dict[str, Any]) -> Event:
+    def append(self, type: str, payload: BaseModel | dict[str, Any]) -> None:
         """Append an event to this agent's session inside the open turn (tools use this)."""
         if self.turn is None:
             raise RuntimeError(f"no turn is open on session {self.session.session_id}")
-        return self.session.append(type, payload, turn=self.turn)
+        self.session.append(type, payload, turn=self.turn)
 
     async def run_child(self, task: str, *, call_id: str | None = None) -> ChildOutcome:
         """Run `task` as one turn of a child agent: same model and tools, its own session.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ..log import Event, TurnStatus
+    from ..log import TurnStatus
 
 __all__ = ["CallingAgent", "ChildOutcome"]
 
@@ -46,7 +46,7 @@ class CallingAgent(Protocol):
         """How deeply nested the caller is: 0 for a host's agent, 1 for its subagent, ..."""
         ...
 
-    def append(self, type: str, payload: BaseModel | dict[str, Any]) -> Event:
+    def append(self, type: str, payload: BaseModel | dict[str, Any]) -> None:
         """Append an event to the caller's session, inside its open turn."""
         ...
 
