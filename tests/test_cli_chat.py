@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
+import pytest
+from harness_core.testing.pytest_plugin import FakeDistribution
 from test_cli_support import (
     Terminal,
     bash_call,
@@ -117,3 +120,44 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_chat(tmp_path: Path)
     terminal.send(b"exit\r")
     assert terminal.wait(timeout=20) == 0, terminal.text
     assert "› real" in terminal.text
+
+
+WITNESS = """
+import json, os
+from harness_core.plugins import hookimpl
+
+name = "witness"
+
+@hookimpl
+def harness_event_appended(session, event):
+    with open(os.environ["WITNESS_FILE"], "a") as out:
+        out.write(json.dumps([session.session_id, event.seq]) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_plugin_observers_see_every_event_whichever_host_writes(
+    command: str, tmp_path: Path, harness_home: Path, fake_distribution: FakeDistribution
+) -> None:
+    """harness_event_appended gets each event of each session once, session/start included."""
+    info = fake_distribution(
+        "witness-plugin", {"witness": "witness_plugin"}, {"witness_plugin.py": WITNESS}
+    )
+    witness = tmp_path / "seen.jsonl"
+    steps = [
+        {"tool_calls": [{"name": "subagent", "arguments": {"task": "Say done."}}]},
+        {"text": "done"},
+        {"text": "The subagent is done."},
+    ]
+    model = write_script(tmp_path / "s.json", steps)
+    env = {"PYTHONPATH": str(info.parent), "WITNESS_FILE": str(witness)}
+    args = ["--model", model, *(["go"] if command == "run" else [])]
+    result = run_cli(command, *args, env=env, input="go\n")
+    assert result.returncode == 0, result.stderr
+    seen = [tuple(json.loads(line)) for line in witness.read_text().splitlines()]
+    appended = [
+        (session, event["seq"])
+        for session in session_ids(harness_home)
+        for event in read_events(harness_home, session)
+    ]
+    assert len(appended) > 10 and sorted(seen) == sorted(appended)

@@ -30,7 +30,7 @@ def host() -> PluginHost:
 
 @pytest.fixture
 def store(host: PluginHost, harness_home: Path) -> SessionStore:
-    return SessionStore(harness_home, host.event_types)
+    return SessionStore(harness_home, host.event_types, on_append=host.hooks.event_appended)
 
 
 def todos(*items: tuple[str, str]) -> Todos:
@@ -51,7 +51,7 @@ def script_file(tmp_path: Path, steps: list[dict[str, Any]]) -> ScriptedModel:
 
 def start(store: SessionStore, host: PluginHost, model: ScriptedModel) -> Agent:
     log = store.create(system_prompt="You are a careful agent.", cwd=os.getcwd())
-    return Agent(log, model, host.tools, store=store, on_event=host.hooks.event_appended)
+    return Agent(log, model, host.tools, store=store)
 
 
 def written(log: SessionLog) -> list[Todos]:

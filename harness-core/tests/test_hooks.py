@@ -61,15 +61,16 @@ def test_harness_event_appended_observers_are_isolated(
     notes = Notes()
     register_plugin(Exploding())
     register_plugin(notes)
-    store = SessionStore(harness_home, plugin_host.event_types)
+    store = SessionStore(
+        harness_home, plugin_host.event_types, on_append=plugin_host.hooks.event_appended
+    )
     log = store.create()
-    log.listeners.append(lambda event: plugin_host.hooks.event_appended(log, event))
     log.append("turn/start", {}, turn=1)
     log.append("note/add", {"text": "hi"}, turn=1)
-    assert notes.seen == ["turn/start", "note/add"]
+    assert notes.seen == ["session/start", "turn/start", "note/add"]
     assert [str(e) for e in plugin_host.observer_errors] == [
         "plugin 'exploding' raised in harness_event_appended: RuntimeError: observer bug"
-    ] * 2
+    ] * 3
     log.close()
 
 

@@ -19,6 +19,29 @@ from harness_core.log import (
 WriteTurn = Callable[[SessionLog, str], int]
 
 
+def test_on_append_sees_every_event_its_sessions_get(
+    harness_home: Path, log_registry: EventTypeRegistry
+) -> None:
+    """The store's observer gets session/start and every later append; readers add none."""
+    seen: list[tuple[str, int, str]] = []
+    store = SessionStore(
+        harness_home,
+        log_registry,
+        on_append=lambda s, e: seen.append((s.session_id, e.seq, e.type)),
+    )
+    with store.create() as log:
+        log.append("turn/start", {}, turn=1)
+    store.open(log.session_id, writable=False).close()
+    with store.open(log.session_id) as again:
+        again.append("turn/end", {"status": "completed"}, turn=1)
+    session = log.session_id
+    assert seen == [
+        (session, 0, "session/start"),
+        (session, 1, "turn/start"),
+        (session, 2, "turn/end"),
+    ]
+
+
 def test_create_makes_a_locked_session_file_with_its_header(
     log_store: SessionStore, harness_home: Path
 ) -> None:

@@ -114,7 +114,7 @@ class Run:
 
 def one_turn(host: PluginHost, home: Path, steps: int) -> Run:
     """Time one K-step turn on a fresh session (the model's script is built beforehand)."""
-    store = SessionStore(home, host.event_types)
+    store = SessionStore(home, host.event_types, on_append=host.hooks.event_appended)
     model = ScriptedModel(script(steps))
     with store.create(system_prompt="You are a coding agent.", cwd=str(home)) as log:
         agent = Agent(
@@ -123,7 +123,6 @@ def one_turn(host: PluginHost, home: Path, steps: int) -> Run:
             host.tools,
             max_steps=steps,
             store=store,
-            on_event=host.hooks.event_appended,
         )
         clock = SyncClock()
 

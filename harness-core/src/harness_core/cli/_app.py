@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..config import Config, ConfigError
-from ..log import Event, SessionLocked, SessionLog, SessionNotFound, SessionStore, default_home
+from ..log import (
+    EventSink,
+    SessionLocked,
+    SessionLog,
+    SessionNotFound,
+    SessionStore,
+    default_home,
+)
 from ..models import DeltaSink, Model, ModelError
 from ..models._presets import ModelConfigError, known_providers
 from ..plugins import PluginHost, PluginLoadError
@@ -50,8 +57,6 @@ NO_MODEL: Final = (
     "no model chosen: pass --model SPEC (scripted:PATH, openai:MODEL or deepseek:MODEL), "
     'set HARNESS_MODEL, or add model = "SPEC" to {config}'
 )
-
-EventSink = Callable[[SessionLog, Event], None]
 
 
 class CliError(Exception):
@@ -157,7 +162,11 @@ class App:
         self.config = Config.load(self.home)
         self.host = PluginHost(self.config)
         self.records = self.host.load_entry_points()
-        self.store = SessionStore(self.home, self.host.event_types)
+        # Every append to a session this store writes reaches the plugins' observers, whoever
+        # appends it: session/start, a turn's events, a subagent's session.
+        self.store = SessionStore(
+            self.home, self.host.event_types, on_append=self.host.hooks.event_appended
+        )
 
     # -- the model -------------------------------------------------------------------------
 
@@ -219,18 +228,12 @@ class App:
     ) -> Agent:
         from ..loop import Agent
 
-        hooks = self.host.hooks
-
-        def observe(session: SessionLog, event: Event) -> None:
-            on_event(session, event)
-            hooks.event_appended(session, event)
-
         return Agent(
             log,
             model,
             self.host.tools,
             max_steps=self.max_steps(),
             store=self.store,
-            on_event=observe,
+            on_event=on_event,
             on_delta=on_delta,
         )

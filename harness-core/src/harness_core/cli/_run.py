@@ -48,9 +48,8 @@ def run_session(
     if resumed:
         view.standing_plan(PlanStrip.replay(log.events).todos)
     else:
-        # session/start was appended (by SessionStore.create) before anyone was watching.
+        # session/start was appended (by SessionStore.create) before the view was watching.
         view.on_event(log, log.events[0])
-        app.host.hooks.event_appended(log, log.events[0])
     outcomes = []
     with loop_thread(model) as running:
         driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._envelope import EnvelopeError, Event
-from ._file import LogWriteError, ReadOnlyLog, SessionLog
+from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog
 from ._invariants import InvariantViolation, dev_mode
 from ._lock import SessionLocked
 from ._projection import INTERRUPTED_TEXT, MessageProjection, derive_messages
@@ -37,6 +37,7 @@ __all__ = [
     "AssistantMessage",
     "EnvelopeError",
     "Event",
+    "EventSink",
     "EventType",
     "EventTypeConflict",
     "EventTypeRegistry",

@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +27,13 @@ from ._types import EventTypeRegistry
 if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
     from pydantic import BaseModel
 
-__all__ = ["LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
+__all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
 
 logger = logging.getLogger("harness.log")
 
 Listener = Callable[[Event], None]
+# An observer of appends that also needs to know the session (hosts, the loop's on_event).
+EventSink = Callable[["SessionLog", Event], None]
 
 
 class ReadOnlyLog(RuntimeError):
@@ -106,14 +109,26 @@ class SessionLog:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, registry: EventTypeRegistry, start: BaseModel) -> SessionLog:
-        """Create a new session file (exclusively), lock it and commit its session/start."""
+    def create(
+        cls,
+        path: Path,
+        registry: EventTypeRegistry,
+        start: BaseModel,
+        *,
+        observer: EventSink | None = None,
+    ) -> SessionLog:
+        """Create a new session file (exclusively), lock it and commit its session/start.
+
+        `observer` sees every append of this log, session/start included.
+        """
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             lock_exclusive(fd, path)
             _fsync_dir(path.parent)
             log = cls(path, registry, fd)
             log._checker = InvariantChecker() if dev_mode() else None
+            if observer is not None:
+                log.listeners.append(partial(observer, log))
             log.append("session/start", start)
             log.commit()
         except BaseException:
@@ -122,8 +137,18 @@ class SessionLog:
         return log
 
     @classmethod
-    def open(cls, path: Path, registry: EventTypeRegistry, *, writable: bool = True) -> SessionLog:
-        """Open and replay a session. A writer takes the lock and moves a torn tail aside."""
+    def open(
+        cls,
+        path: Path,
+        registry: EventTypeRegistry,
+        *,
+        writable: bool = True,
+        observer: EventSink | None = None,
+    ) -> SessionLog:
+        """Open and replay a session. A writer takes the lock and moves a torn tail aside.
+
+        `observer` sees every later append of a writer (a reader appends nothing).
+        """
         fd = os.open(path, os.O_RDWR | os.O_APPEND) if writable else None
         try:
             if fd is not None:
@@ -134,6 +159,8 @@ class SessionLog:
             if fd is not None:
                 os.close(fd)
             raise
+        if observer is not None and writable:
+            log.listeners.append(partial(observer, log))
         return log
 
     def _load(self, buf: bytes) -> None:

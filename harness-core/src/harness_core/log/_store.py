@@ -16,7 +16,7 @@ from typing import Final
 
 from .._version import __version__
 from ._envelope import EnvelopeError, decode_line
-from ._file import SessionLog
+from ._file import EventSink, SessionLog
 from ._tail import last_event
 from ._types import EventTypeRegistry
 
@@ -52,11 +52,19 @@ class SessionSummary:
 
 
 class SessionStore:
-    """The sessions directory of one HARNESS_HOME."""
+    """The sessions directory of one HARNESS_HOME.
 
-    def __init__(self, home: Path, registry: EventTypeRegistry) -> None:
+    `on_append` sees every event appended to a session this store created or opened for
+    writing, whoever appends it (session/start included): a host wires its plugins'
+    `harness_event_appended` here, once, instead of in every place that writes.
+    """
+
+    def __init__(
+        self, home: Path, registry: EventTypeRegistry, *, on_append: EventSink | None = None
+    ) -> None:
         self.home = home
         self.registry = registry
+        self.on_append = on_append
         self.directory = home / "sessions"
 
     def create(
@@ -82,7 +90,8 @@ class SessionStore:
             parent_session=parent_session,
             parent_call_id=parent_call_id,
         )
-        return SessionLog.create(self.directory / f"{session_id}.jsonl", self.registry, start)
+        path = self.directory / f"{session_id}.jsonl"
+        return SessionLog.create(path, self.registry, start, observer=self.on_append)
 
     def path(self, session_id: str) -> Path:
         if not _VALID_ID.fullmatch(session_id):
@@ -93,7 +102,9 @@ class SessionStore:
         return path
 
     def open(self, session_id: str, *, writable: bool = True) -> SessionLog:
-        return SessionLog.open(self.path(session_id), self.registry, writable=writable)
+        return SessionLog.open(
+            self.path(session_id), self.registry, writable=writable, observer=self.on_append
+        )
 
     def list(self) -> list[SessionSummary]:
         """Every readable session, most recently active first."""

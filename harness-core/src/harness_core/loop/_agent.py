@@ -15,7 +15,7 @@ the next turn starts. See docs/loop.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -26,7 +26,7 @@ import anyio
 from ..log import (
     INTERRUPTED_TEXT,
     AssistantMessage,
-    Event,
+    EventSink,
     SessionLog,
     ToolCall,
     ToolResultPayload,
@@ -51,8 +51,6 @@ logger = logging.getLogger("harness.loop")
 DEFAULT_MAX_STEPS: Final = 50
 CANCELLED_TEXT: Final = "cancelled"
 CRASHED_TURN: Final = "the process running this turn stopped before the turn ended"
-
-EventSink = Callable[[SessionLog, Event], None]
 
 
 @dataclass(frozen=True, slots=True)
