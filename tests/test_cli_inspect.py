@@ -156,7 +156,7 @@ def test_show_prints_the_transcript(shared: str) -> None:
         "  ▶ Read the code",
         "  ☐ Write a test",
         "  ☐ Ship",
-        "✓ todo_write 0/3 done · now: Read the code",
+        "✓ todo_write",
         "    Updated todo list: 2 pending, 1 in progress, 0 completed.",
         "✓ $ printf 'one\\ntwo\\n'  exit 0",
         "    one",

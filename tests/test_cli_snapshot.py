@@ -130,12 +130,12 @@ OUTPUT = [
     "Plan · 0/2 done",
     "  ▶ Say hi",
     "  ☐ Wrap up",
-    "✓ todo_write 0/2 done · now: Say hi",
+    "✓ todo_write",
     "✓ $ echo hi  exit 0",
     "Plan · 1/2 done",
     "  ☑ Say hi",
     "  ▶ Wrap up",
-    "✓ todo_write 1/2 done · now: Wrap up",
+    "✓ todo_write",
     "Bye.",
 ]
 

@@ -8,7 +8,14 @@ import pytest
 from harness_core.loop import Agent
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext, ToolRegistry, ToolResult
-from harness_tool_todo import DESCRIPTION, TodoItem, TodoWriteArgs, TodoWriteTool
+from harness_tool_todo import (
+    DESCRIPTION,
+    TodoItem,
+    TodoWriteArgs,
+    TodoWriteTool,
+    render_checklist,
+    render_markdown,
+)
 from harness_tool_todo.projections import current_todos
 from todo_helpers import Call, NewAgent, raw, todo_events
 
@@ -307,37 +314,58 @@ async def test_parallel_in_progress_when_allowed(agent: Agent) -> None:
 # -- presentation ------------------------------------------------------------------------
 
 
+def test_present_call_is_the_tool_name(todo_host: PluginHost) -> None:
+    """A call renders as just `todo_write`, whatever the list: the result line says the rest."""
+    for todos in ([], [item("a", "in_progress"), item("b")]):
+        args = TodoWriteArgs.model_validate({"todos": todos})
+        assert tool_of(todo_host).present_call(args) == "todo_write"
+
+
 @pytest.mark.parametrize(
     ("todos", "line"),
     [
-        ([], "todo_write cleared the list"),
-        ([item("a"), item("b")], "todo_write 0/2 done"),
+        ([], "Plan cleared"),
+        ([item("a"), item("b")], "Plan 0/2 done"),
+        ([item("a", "completed"), item("b", "completed")], "Plan 2/2 done"),
         (
-            [item("a", "completed"), item(" Run  tests", "in_progress"), item("c")],
-            "todo_write 1/3 done · now: Run tests",
-        ),
-        (
-            [item("a", "in_progress"), item("b", "in_progress"), item("c", "in_progress")],
-            "todo_write 0/3 done · now: a (+2 more)",
+            [item("a", "completed"), item(" Run\n  the\ttests ", "in_progress"), item("c")],
+            "Plan 1/3 done · now: Run the tests",
         ),
     ],
 )
-def test_present_call(todo_host: PluginHost, todos: list[dict[str, str]], line: str) -> None:
-    """A call renders as one short line: progress and the active task."""
-    args = TodoWriteArgs.model_validate({"todos": todos})
-    assert tool_of(todo_host).present_call(args) == line
-
-
-async def test_present_result(todo_host: PluginHost, agent: Agent) -> None:
-    """A successful write renders as a checklist; an error renders nothing extra."""
-    tool = tool_of(todo_host)
-    todos = [item("Read", "completed"), item("Write", "in_progress"), item("Ship")]
+async def test_present_result_is_one_line_of_counts_and_the_active_task(
+    todo_host: PluginHost, agent: Agent, todos: list[dict[str, str]], line: str
+) -> None:
+    """A successful write renders as one line: progress and the active task, folded to a line."""
     result = await execute(todo_host, {"todos": todos}, agent)
-    assert tool.present_result(result) == "☑ Read\n▶ Write\n☐ Ship"
-    empty = await execute(todo_host, {"todos": []}, agent)
-    assert tool.present_result(empty) == "(empty todo list)"
+    assert tool_of(todo_host).present_result(result) == line
+
+
+async def test_present_result_with_several_tasks_in_progress(agent: Agent) -> None:
+    """Under the parallel policy the line names the first active task and how many more."""
+    registry = ToolRegistry()
+    tool = TodoWriteTool(allow_parallel_in_progress=True)
+    registry.register(tool, provider="todo")
+    todos = [item("a", "in_progress"), item("b", "in_progress"), item("c", "in_progress")]
+    result = await registry.execute("todo_write", raw({"todos": todos}), ExecContext(agent=agent))
+    assert tool.present_result(result) == "Plan 0/3 done · now: a (+2 more)"
+
+
+async def test_present_result_of_an_error_is_nothing(todo_host: PluginHost, agent: Agent) -> None:
+    """A rejected write renders nothing extra: its error text says it all."""
     error = await execute(todo_host, {"todos": [item("")]}, agent)
-    assert tool.present_result(error) is None
+    assert tool_of(todo_host).present_result(error) is None
+
+
+def test_renderings_fold_each_task_onto_one_line() -> None:
+    """Checklist and Markdown show a multi-line task on one line; the item keeps its text."""
+    todos = [
+        TodoItem(content="Read\u2028the\n code", status="completed"),
+        TodoItem(content="  Fix\tit ", status="in_progress"),
+    ]
+    assert render_checklist(todos) == "☑ Read the code\n▶ Fix it"
+    assert render_markdown(todos) == "- [x] Read the code\n- [ ] **Fix it**"
+    assert todos[0].content == "Read\u2028the\n code"
 
 
 async def test_loop_shaped_call_answers_the_call(agent: Agent, call: Call) -> None:

@@ -11,7 +11,7 @@ from typing import Final
 
 from ._model import TodoItem
 
-__all__ = ["EMPTY_LIST", "MARKS", "fold", "render_checklist", "render_markdown"]
+__all__ = ["EMPTY_LIST", "MARKS", "fold", "plan_line", "render_checklist", "render_markdown"]
 
 MARKS: Final = {"pending": "☐", "in_progress": "▶", "completed": "☑"}
 EMPTY_LIST: Final = "(empty todo list)"
@@ -20,6 +20,19 @@ EMPTY_LIST: Final = "(empty todo list)"
 def fold(content: str) -> str:
     """`content` on one line: ends stripped, inner whitespace runs (newlines too) one space."""
     return " ".join(content.split())
+
+
+def plan_line(todos: Sequence[TodoItem]) -> str:
+    """`Plan 2/5 done · now: Run the tests`: the counts and the active task, on one line."""
+    if not todos:
+        return "Plan cleared"
+    done = sum(t.status == "completed" for t in todos)
+    active = [fold(t.content) for t in todos if t.status == "in_progress"]
+    now = ""
+    if active:
+        more = f" (+{len(active) - 1} more)" if len(active) > 1 else ""
+        now = f" · now: {active[0]}{more}"
+    return f"Plan {done}/{len(todos)} done{now}"
 
 
 def render_checklist(todos: Sequence[TodoItem]) -> str:

@@ -13,7 +13,7 @@ from typing import Final
 from harness_core.tools import ExecContext, Tool, ToolResult
 
 from ._model import TodoItem, TodoWriteArgs, TodoWritePayload, count
-from ._render import fold, render_checklist
+from ._render import plan_line
 
 __all__ = [
     "DESCRIPTION",
@@ -112,20 +112,13 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
             return f"Error: invalid todos: at most one task may be in_progress, got {active}"
         return None
 
-    def present_call(self, args: TodoWriteArgs) -> str:
-        """`todo_write 2/5 done · now: Run the tests` (one short line for hosts)."""
-        if not args.todos:
-            return "todo_write cleared the list"
-        active = [fold(t.content) for t in args.todos if t.status == "in_progress"]
-        done = sum(t.status == "completed" for t in args.todos)
-        now = ""
-        if active:
-            more = f" (+{len(active) - 1} more)" if len(active) > 1 else ""
-            now = f" · now: {active[0]}{more}"
-        return f"todo_write {done}/{len(args.todos)} done{now}"
+    # `present_call` stays the default, the bare name: the result line says what the write did.
 
     def present_result(self, result: ToolResult) -> str | None:
-        """The written list as a checklist; nothing for an error (its text says it all)."""
+        """`Plan 2/5 done · now: Run the tests`: one line confirming the write; None for an error.
+
+        The list itself is the plan strip's and the panel's to show, not the tool row's.
+        """
         if result.is_error or not isinstance(result.data, dict):
             return None
-        return render_checklist([TodoItem.model_validate(t) for t in result.data["todos"]])
+        return plan_line([TodoItem.model_validate(t) for t in result.data["todos"]])
