@@ -102,10 +102,40 @@ def test_sessions_lists_newest_first_with_the_first_prompt(
         "title",
         "parent_session",
         "path",
+        "unreadable",
     }
     plain = run_cli("sessions").stdout.splitlines()
     assert plain[0].split() == ["ID", "UPDATED", "EVENTS", "TITLE"]
     assert plain[1].startswith(newer) and plain[1].endswith("newer")
+
+
+def test_sessions_lists_unreadable_files_instead_of_no_sessions(harness_home: Path) -> None:
+    """A directory holding only a FIFO and an empty file lists both as unreadable, at once."""
+    directory = harness_home / "sessions"
+    directory.mkdir(parents=True)
+    os.mkfifo(directory / "fifo.jsonl")
+    (directory / "empty.jsonl").touch()
+    result = run_cli("sessions", timeout=20)
+    assert result.returncode == 0 and result.stderr == ""
+    rows = sorted(result.stdout.splitlines()[1:])
+    assert rows[0].startswith("empty") and rows[0].endswith("(unreadable: an empty file)")
+    assert rows[1].startswith("fifo")
+    assert rows[1].endswith("(unreadable: a FIFO, not a regular file)")
+    listed = json.loads(run_cli("sessions", "--json").stdout)
+    assert {s["id"]: s["unreadable"] for s in listed}["fifo"] == "a FIFO, not a regular file"
+
+
+@pytest.mark.parametrize("command", [["show"], ["show", "--json"], ["events"], ["todos"]])
+def test_reading_an_empty_session_file_says_so(harness_home: Path, command: list[str]) -> None:
+    """show, events and todos on a 0-byte session file: one line saying it is empty."""
+    directory = harness_home / "sessions"
+    directory.mkdir(parents=True)
+    (directory / "empty.jsonl").touch()
+    result = run_cli(*command[:1], "empty", *command[1:])
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        "harness: error: session empty is an empty file, not a session; it has no events to show\n"
+    )
 
 
 def test_sessions_shows_the_parent_of_a_subagent_session(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -86,13 +87,14 @@ def log_turn() -> WriteTurn:
 class _CountingReader:
     """A real binary file that counts the bytes read through it."""
 
-    def __init__(self, handle: IO[Any], counts: dict[str, int]) -> None:
+    def __init__(self, handle: IO[Any], counts: dict[str, int], name: str) -> None:
         self._handle = handle
         self._counts = counts
+        self._name = name
 
     def read(self, size: int = -1) -> bytes:
         data: bytes = self._handle.read(size)
-        self._counts[self._handle.name] = self._counts.get(self._handle.name, 0) + len(data)
+        self._counts[self._name] = self._counts.get(self._name, 0) + len(data)
         return data
 
     def seek(self, offset: int, whence: int = 0) -> int:
@@ -108,13 +110,20 @@ class _CountingReader:
 
 @pytest.fixture
 def log_bytes_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Bytes read per file through `Path.open(..., "rb")` during the test."""
+    """Bytes read per file through `Path.open(..., "rb")` or `os.fdopen(fd, "rb")`."""
     counts: dict[str, int] = {}
     real_open = Path.open
+    real_fdopen = os.fdopen
 
     def counting_open(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         handle = real_open(self, mode, *args, **kwargs)
-        return _CountingReader(handle, counts) if mode == "rb" else handle
+        return _CountingReader(handle, counts, str(self)) if mode == "rb" else handle
+
+    def counting_fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        name = os.readlink(f"/proc/self/fd/{fd}")  # the path the descriptor was opened by
+        handle = real_fdopen(fd, mode, *args, **kwargs)
+        return _CountingReader(handle, counts, name) if mode == "rb" else handle
 
     monkeypatch.setattr(Path, "open", counting_open)
+    monkeypatch.setattr(os, "fdopen", counting_fdopen)
     return counts

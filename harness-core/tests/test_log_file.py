@@ -15,6 +15,7 @@ import pytest
 from harness_core.log import (
     Event,
     EventTypeRegistry,
+    NotASession,
     ReadOnlyLog,
     SessionLog,
     SessionStart,
@@ -245,3 +246,66 @@ def test_committed_events_survive_a_reopen(log_store: SessionStore, log_turn: Wr
         assert reopened.committed_seq == written[-1].seq
     finally:
         reopened.close()
+
+
+def _special_files(tmp_path: Path) -> dict[str, Path]:
+    """Things a `sessions/X.jsonl` name can be that are not a session file of its own."""
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b'{"seq":0,"type":"session/start","ts":"t","data":{}}\npartial')
+    paths = {
+        "symlink": tmp_path / "link.jsonl",
+        "fifo": tmp_path / "fifo.jsonl",
+        "directory": tmp_path / "dir.jsonl",
+        "device": tmp_path / "zero.jsonl",
+    }
+    paths["symlink"].symlink_to(victim)
+    os.mkfifo(paths["fifo"])
+    paths["directory"].mkdir()
+    paths["device"].symlink_to("/dev/zero")
+    return paths
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory", "device"])
+@pytest.mark.parametrize("writable", [True, False])
+def test_only_a_regular_file_is_opened_never_through_a_symlink(
+    tmp_path: Path, log_registry: EventTypeRegistry, kind: str, writable: bool
+) -> None:
+    """A symlink, FIFO, directory or device is refused with one line; a link's target is untouched."""
+    path = _special_files(tmp_path)[kind]
+    victim = tmp_path / "victim.txt"
+    before = victim.read_bytes()
+    with pytest.raises(NotASession, match="not a regular file") as caught:
+        SessionLog.open(path, log_registry, writable=writable)
+    assert "\n" not in str(caught.value)
+    assert victim.read_bytes() == before
+    assert [p.name for p in tmp_path.glob("*.torn-*")] == []
+
+
+def test_session_and_torn_tail_files_are_private(
+    log_store: SessionStore, log_registry: EventTypeRegistry
+) -> None:
+    """Session files and the torn tails moved aside are readable by their owner only (0600)."""
+    old = os.umask(0o022)
+    try:
+        with log_store.create() as log:
+            pass
+        with log.path.open("ab") as handle:
+            handle.write(b'{"seq":1,"ty')
+        SessionLog.open(log.path, log_registry).close()
+    finally:
+        os.umask(old)
+    (aside,) = log.path.parent.glob("*.torn-*")
+    assert stat.S_IMODE(log.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o600
+
+
+def test_a_create_that_cannot_write_its_header_leaves_no_file(
+    tmp_path: Path, log_registry: EventTypeRegistry
+) -> None:
+    """A session/start the log cannot store (a lone surrogate) removes the new file again."""
+    path = tmp_path / "new.jsonl"
+    start = SessionStart(id="new", created="c", harness_version="0", cwd="/tmp/\udcff")
+    with pytest.raises(ValueError, match="cannot be written as JSON"):
+        SessionLog.create(path, log_registry, start)
+    assert not path.exists()

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from harness_core.log import (
     Event,
-    EventTypeRegistry,
     InvariantViolation,
     SessionLog,
     SessionStore,
@@ -80,15 +78,10 @@ def test_second_session_start_is_rejected(log_store: SessionStore) -> None:
         log.append("session/start", start, turn=1)
 
 
-def test_first_event_must_be_session_start(tmp_path: Path, log_registry: EventTypeRegistry) -> None:
-    """An empty log (a crash before the header) only takes session/start."""
-    path = tmp_path / "empty.jsonl"
-    path.touch()
-    with (
-        SessionLog.open(path, log_registry) as log,
-        pytest.raises(InvariantViolation, match="first event"),
-    ):
-        log.append("turn/start", {}, turn=1)
+def test_first_event_must_be_session_start() -> None:
+    """An empty log only takes session/start (the file layer also refuses to open one)."""
+    with pytest.raises(InvariantViolation, match="first event"):
+        InvariantChecker().validate(Event(0, "turn/start", "2026-01-01T00:00:00.000Z", {}, 1))
 
 
 def test_result_must_answer_an_open_call(log_store: SessionStore) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from harness_core.log import (
     EventTypeRegistry,
+    NotASession,
     SessionLog,
     SessionStore,
     ToolCall,
@@ -169,16 +171,38 @@ def test_reader_ignores_a_torn_tail_without_touching_the_file(
     assert list(path.parent.glob("*.torn-*")) == []
 
 
-def test_empty_file_opens_as_an_empty_log(tmp_path: Path, log_registry: EventTypeRegistry) -> None:
-    """A file created by a process that died before its first write opens with no events."""
+@pytest.mark.parametrize("writable", [True, False])
+def test_an_empty_file_is_refused_by_readers_and_writers(
+    tmp_path: Path, log_registry: EventTypeRegistry, writable: bool
+) -> None:
+    """A 0-byte file is not a session: opening it says so, and a writer adds nothing."""
     path = tmp_path / "empty.jsonl"
     path.touch()
-    log = SessionLog.open(path, log_registry)
-    try:
-        assert log.events == [] and log.problems == []
-        assert log.next_seq == 0 and log.committed_seq == -1
-    finally:
-        log.close()
+    with pytest.raises(NotASession, match="empty file, not a session"):
+        SessionLog.open(path, log_registry, writable=writable)
+    assert path.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"garbage\n", "its first line is not an event"),
+        (b'{"seq":0,"type":"turn/start","ts":"t","data":{}}\n', "'turn/start' at seq 0"),
+        (b'{"seq":0,"type":"session/start","ts":"t","data":{"id":1}}\n', "is invalid"),
+        (b'{"seq":0,"type":"session/start","ts":"t","da', "no complete first line"),
+    ],
+)
+def test_a_writer_opens_only_a_file_that_starts_with_a_session_start(
+    tmp_path: Path, log_registry: EventTypeRegistry, content: bytes, problem: str
+) -> None:
+    """Garbage, another event or a torn header first: one line says why, nothing is written."""
+    path = tmp_path / "other.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(NotASession, match=re.escape(problem)) as caught:
+        SessionLog.open(path, log_registry)
+    assert "\n" not in str(caught.value)
+    assert path.read_bytes() == content
+    assert list(tmp_path.glob("*.torn-*")) == []
 
 
 def test_crashed_turn_reopens_with_its_calls_still_open(log_store: SessionStore) -> None:

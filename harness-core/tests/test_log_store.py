@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -127,10 +129,10 @@ def test_list_summarizes_each_session(log_store: SessionStore, log_turn: WriteTu
     assert summary.parent_session == "parent-1"
 
 
-def test_list_skips_files_that_are_not_sessions(
+def test_list_marks_files_that_are_not_sessions_unreadable(
     log_store: SessionStore, log_turn: WriteTurn
 ) -> None:
-    """Empty files, garbage and other JSON Lines are skipped; torn-tail files are not listed."""
+    """Empty files, garbage and other JSON Lines are listed last, as unreadable with a reason."""
     with log_store.create() as log:
         log_turn(log, "real")
     directory = log_store.directory
@@ -141,9 +143,48 @@ def test_list_skips_files_that_are_not_sessions(
     with log.path.open("ab") as handle:
         handle.write(b'{"seq":9,"ty')
     with log_store.open(log.session_id):
-        pass  # moves the torn tail aside next to the session
+        pass  # moves the torn tail aside next to the session: not listed
     assert list(directory.glob("*.torn-*"))
-    assert [s.id for s in log_store.list()] == [log.session_id]
+    listed = {s.id: s.problem for s in log_store.list()}
+    assert next(iter(listed)) == log.session_id and listed[log.session_id] is None
+    assert listed["empty"] == "an empty file"
+    assert listed["garbage"] is not None and "not an event" in listed["garbage"]
+    assert listed["other"] == "not a session: it starts with 'turn/start'"
+    assert len(listed) == 4
+
+
+@pytest.mark.timeout(30)
+def test_list_never_hangs_on_a_fifo_a_device_or_a_huge_first_line(
+    log_store: SessionStore,
+) -> None:
+    """A FIFO, a link to /dev/zero and a 20 MB first line are marked unreadable, read briefly."""
+    with log_store.create() as log:
+        pass
+    directory = log_store.directory
+    os.mkfifo(directory / "fifo.jsonl")
+    (directory / "zero.jsonl").symlink_to("/dev/zero")
+    (directory / "huge.jsonl").write_bytes(b"x" * 20_000_000 + b"\n")
+    listed = {s.id: s.problem for s in log_store.list()}
+    assert listed == {
+        log.session_id: None,
+        "fifo": "a FIFO, not a regular file",
+        "zero": "a symbolic link, not a regular file",
+        "huge": "not a session: no line break in its first 4194304 bytes",
+    }
+
+
+def test_sessions_and_home_directories_are_private(
+    tmp_path: Path, log_registry: EventTypeRegistry
+) -> None:
+    """HARNESS_HOME and sessions/ are created 0700 whatever the umask allows."""
+    old = os.umask(0o022)
+    try:
+        store = SessionStore(tmp_path / "home", log_registry)
+        store.create().close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(store.home.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
 
 
 def test_list_shows_a_session_with_a_long_system_prompt(log_store: SessionStore) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from ..config import Config, ConfigError
 from ..log import (
     EventSink,
+    NotASession,
     SessionLocked,
     SessionLog,
     SessionNotFound,
@@ -73,6 +74,7 @@ _EXPECTED: Final = (
     ConfigError,
     ModelConfigError,
     ModelError,
+    NotASession,
     PluginLoadError,
     SessionLocked,
     SessionNotFound,

@@ -36,6 +36,9 @@ def sessions(args: Namespace) -> int:
         return 0
     print(f"{'ID':<24} {'UPDATED':<19} {'EVENTS':>6}  TITLE")
     for summary in found:
+        if summary.problem is not None:
+            print(f"{summary.id:<24} {'-':<19} {'-':>6}  (unreadable: {summary.problem})")
+            continue
         print(
             f"{summary.id:<24} {summary.updated[:19].replace('T', ' '):<19} "
             f"{summary.events:>6}  {_title(summary)}"
@@ -52,6 +55,7 @@ def _summary_json(summary: SessionSummary) -> dict[str, Any]:
         "title": summary.title,
         "parent_session": summary.parent_session,
         "path": str(summary.path),
+        "unreadable": summary.problem,
     }
 
 
@@ -93,6 +97,8 @@ def todos(args: Namespace) -> int:
     projections, render = _todo_modules()
     app = App()
     path = app.store.path(args.id)
+    if path.lstat().st_size == 0:
+        app.reader(args.id)  # the plan is read from the tail; the reader says what is wrong
     if args.history:
         revisions = projections.plan_history(app.reader(args.id).events)
         _print_history(revisions, render, args)

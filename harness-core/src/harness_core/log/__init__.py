@@ -13,6 +13,7 @@ from ._envelope import EnvelopeError, Event
 from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog
 from ._invariants import InvariantViolation, dev_mode
 from ._lock import SessionLocked
+from ._open import NotASession
 from ._projection import INTERRUPTED_TEXT, MessageProjection, derive_messages
 from ._store import SessionNotFound, SessionStore, SessionSummary, default_home
 from ._tail import find_latest, last_event
@@ -44,6 +45,7 @@ __all__ = [
     "InvariantViolation",
     "LogWriteError",
     "MessageProjection",
+    "NotASession",
     "ReadOnlyLog",
     "SessionLocked",
     "SessionLog",

@@ -11,16 +11,17 @@ import gc
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ._envelope import EnvelopeError, Event, now_ts
+from ._envelope import EnvelopeError, Event, decode_line, now_ts
 from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
+from ._open import NotASession, open_regular
 from ._projection import MessageProjection
 from ._types import EventTypeRegistry
 
@@ -119,9 +120,12 @@ class SessionLog:
     ) -> SessionLog:
         """Create a new session file (exclusively), lock it and commit its session/start.
 
-        `observer` sees every append of this log, session/start included.
+        `observer` sees every append of this log, session/start included. The file is private
+        to its owner (0600). If the session/start cannot be written (a full disk, a payload
+        JSON cannot carry), the file is removed again: a failed create never leaves an empty
+        session behind.
         """
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             lock_exclusive(fd, path)
             _fsync_dir(path.parent)
@@ -133,6 +137,8 @@ class SessionLog:
             log.commit()
         except BaseException:
             os.close(fd)
+            with suppress(OSError):
+                path.unlink()
             raise
         return log
 
@@ -147,18 +153,25 @@ class SessionLog:
     ) -> SessionLog:
         """Open and replay a session. A writer takes the lock and moves a torn tail aside.
 
-        `observer` sees every later append of a writer (a reader appends nothing).
+        `observer` sees every later append of a writer (a reader appends nothing). Only a
+        regular file is opened (never through a symlink, see `_open.py`); a writer also
+        refuses a file whose first line is not a valid session/start, before it writes
+        anything. A reader refuses an empty file and shows what it can of any other.
         """
-        fd = os.open(path, os.O_RDWR | os.O_APPEND) if writable else None
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY)
         try:
-            if fd is not None:
+            if writable:
                 lock_exclusive(fd, path)
-            log = cls(path, registry, fd)
-            log._load(path.read_bytes())
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                buf = handle.read()
+            _check_header(path, buf, writable=writable)
+            log = cls(path, registry, fd if writable else None)
+            log._load(buf)
         except BaseException:
-            if fd is not None:
-                os.close(fd)
+            os.close(fd)
             raise
+        if not writable:
+            os.close(fd)
         if observer is not None and writable:
             log.listeners.append(partial(observer, log))
         return log
@@ -204,7 +217,7 @@ class SessionLog:
 
     def refresh(self) -> list[Event]:
         """Read events appended by another process since the last read (readers only)."""
-        with self.path.open("rb") as handle:
+        with os.fdopen(open_regular(self.path), "rb") as handle:
             handle.seek(self._size)
             chunk = handle.read()
         good = chunk.rfind(b"\n") + 1
@@ -333,6 +346,47 @@ class SessionLog:
         self.close()
 
 
+def _check_header(path: Path, buf: bytes, *, writable: bool) -> None:
+    """Refuse an empty file, and for a writer anything not starting with a session/start."""
+    if not buf:
+        action = "nothing was written to it" if writable else "it has no events to show"
+        raise NotASession(
+            f"session {path.stem} is an empty file, not a session; {action}", "an empty file"
+        )
+    if not writable:
+        return  # a reader shows what it can; problems are reported line by line
+    problem = _header_problem(buf)
+    if problem is not None:
+        raise NotASession(
+            f"session {path.stem} is not a session file: {problem}; harness continues only "
+            "a file that starts with a session/start line, and wrote nothing to it",
+            problem,
+        )
+
+
+def _header_problem(buf: bytes) -> str | None:
+    end = buf.find(b"\n")
+    if end < 0:
+        return "it has no complete first line"
+    try:
+        header = decode_line(buf[:end])
+    except EnvelopeError as exc:
+        return f"its first line is not an event ({exc})"
+    if header.type != "session/start" or header.seq != 0:
+        return f"its first line is {header.type!r} at seq {header.seq}, not session/start at 0"
+    from pydantic import ValidationError  # writers only: a reader never imports pydantic
+
+    from ._events import SessionStart
+
+    try:
+        SessionStart.model_validate(header.data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "data"
+        return f"its session/start is invalid ({where}: {first['msg']})"
+    return None
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     was_enabled = gc.isenabled()
@@ -363,7 +417,7 @@ def _create_aside(path: Path, offset: int, data: bytes) -> Path:
         suffix = f".torn-{offset}" + (f"-{attempt}" if attempt else "")
         aside = path.with_name(path.name + suffix)
         try:
-            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except FileExistsError:
             continue
         try:

@@ -1,7 +1,9 @@
 """Sessions under `$HARNESS_HOME/sessions/`: create, open, list.
 
 Listing reads each file's first bytes (the session/start header and the first prompt) and its
-last complete line, never the whole file, so it stays fast with long sessions.
+last complete line, never the whole file, so it stays fast with long sessions. It opens
+regular files only and reads a bounded prefix of each: a FIFO, a link to `/dev/zero` or a
+file of garbage is listed as unreadable, with the reason, and never hangs the listing.
 """
 
 from __future__ import annotations
@@ -12,18 +14,22 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from .._version import __version__
 from ._envelope import EnvelopeError, decode_line
 from ._file import EventSink, SessionLog
-from ._tail import last_event
+from ._open import NotASession, open_regular
+from ._tail import last_event_in
 from ._types import EventTypeRegistry
 
 __all__ = ["SessionNotFound", "SessionStore", "SessionSummary", "default_home"]
 
 _VALID_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _HEAD_BYTES: Final = 16 * 1024
+# A session/start line is a few kB (a long system prompt makes it longer); a first line past
+# this is not one, and reading on would make one odd file slow down the whole listing.
+_MAX_HEAD_BYTES: Final = 4 * 1024 * 1024
 
 
 def default_home() -> Path:
@@ -49,6 +55,7 @@ class SessionSummary:
     title: str | None
     parent_session: str | None
     path: Path
+    problem: str | None = None  # why the file cannot be listed as a session; None when it can
 
 
 class SessionStore:
@@ -78,7 +85,9 @@ class SessionStore:
         """A new session, locked for writing, with its session/start committed."""
         from ._events import SessionStart  # the write path validates with pydantic
 
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # Sessions hold prompts, tool output and file contents: private to their owner.
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, exist_ok=True)
         now = datetime.now(UTC)
         session_id = now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         start = SessionStart(
@@ -97,7 +106,9 @@ class SessionStore:
         if not _VALID_ID.fullmatch(session_id):
             raise SessionNotFound(f"{session_id!r} is not a session id")
         path = self.directory / f"{session_id}.jsonl"
-        if not path.is_file():
+        # lexists, not is_file: a symlink or FIFO here is refused by name when it is opened,
+        # instead of being reported as missing.
+        if not os.path.lexists(path):
             raise SessionNotFound(f"no session {session_id!r} in {self.directory}")
         return path
 
@@ -107,7 +118,7 @@ class SessionStore:
         )
 
     def list(self) -> list[SessionSummary]:
-        """Every readable session, most recently active first."""
+        """Every session file, most recently active first; unreadable ones last, with a problem."""
         if not self.directory.is_dir():
             return []
         summaries = [
@@ -120,18 +131,23 @@ class SessionStore:
 
 
 def _summarize(path: Path) -> SessionSummary | None:
-    """Header and tail of one session file; None for a file that is not a session."""
+    """Header and tail of one session file; None when it vanished while listing."""
     try:
-        head = _read_head(path)
-        lines = head.split(b"\n")
-        header = decode_line(lines[0])
-        if header.type != "session/start":
-            return None
-        last = last_event(path) or header
-    except (OSError, EnvelopeError):
-        # Not a session, or deleted or unreadable while listing: one bad file must not
-        # hide every other session.
-        return None
+        with os.fdopen(open_regular(path), "rb") as handle:
+            head = _read_head(handle)
+            lines = head.split(b"\n")
+            try:
+                header = decode_line(lines[0])
+            except EnvelopeError as exc:
+                return _unreadable(path, f"not a session: its first line is not an event ({exc})")
+            if header.type != "session/start":
+                return _unreadable(path, f"not a session: it starts with {header.type!r}")
+            last = last_event_in(handle) or header
+    except FileNotFoundError:
+        return None  # deleted while listing
+    except (OSError, NotASession, _NoHeader) as exc:
+        # One bad file must not hide every other session, nor be hidden itself.
+        return _unreadable(path, _reason(exc))
     return SessionSummary(
         id=path.stem,
         created=str(header.data.get("created", header.ts)),
@@ -143,19 +159,48 @@ def _summarize(path: Path) -> SessionSummary | None:
     )
 
 
-def _read_head(path: Path) -> bytes:
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, NotASession):
+        return exc.reason
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
+def _unreadable(path: Path, problem: str) -> SessionSummary:
+    return SessionSummary(
+        id=path.stem,
+        created="",
+        updated="",
+        events=0,
+        title=None,
+        parent_session=None,
+        path=path,
+        problem=problem,
+    )
+
+
+class _NoHeader(ValueError):
+    """The file is empty, or its first line does not end within `_MAX_HEAD_BYTES`."""
+
+
+def _read_head(handle: BinaryIO) -> bytes:
     """The file's first `_HEAD_BYTES`, extended to the end of the first line if it is longer.
 
     A session/start carrying a long system prompt can exceed the first block; cutting it would
-    make the session vanish from the listing.
+    make the session vanish from the listing. Past `_MAX_HEAD_BYTES` it is not a session/start.
     """
-    with path.open("rb") as handle:
-        head = handle.read(_HEAD_BYTES)
-        while b"\n" not in head:
-            more = handle.read(_HEAD_BYTES)
-            if not more:
-                break
-            head += more
+    chunks = [handle.read(_HEAD_BYTES)]
+    size = len(chunks[0])
+    # Only the newest chunk is searched, and the chunks are joined once: linear in the bytes.
+    while b"\n" not in chunks[-1] and chunks[-1]:
+        if size >= _MAX_HEAD_BYTES:
+            raise _NoHeader(f"not a session: no line break in its first {size} bytes")
+        chunks.append(handle.read(_HEAD_BYTES))
+        size += len(chunks[-1])
+    head = b"".join(chunks)
+    if not head:
+        raise _NoHeader("an empty file")
     return head
 
 

@@ -6,13 +6,15 @@ the plan strip and the web snapshot need on every refresh.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from ._envelope import TYPE_PREFIX, EnvelopeError, Event, decode_line
+from ._open import open_regular
 
-__all__ = ["find_latest", "last_event"]
+__all__ = ["find_latest", "last_event", "last_event_in"]
 
 # Reads start small (a line is usually a few kB) and double, so a listing of a thousand
 # sessions reads a few kB of each, while a long line still costs O(log n) reads.
@@ -24,7 +26,7 @@ def find_latest(path: Path, types: Collection[str]) -> Event | None:
     """The newest well-formed event whose type is in `types` (or is `types`, a str), or None."""
     # A bare str is one type name, not a collection of characters to test membership in.
     types = frozenset((types,) if isinstance(types, str) else types)
-    with path.open("rb") as handle:
+    with os.fdopen(open_regular(path), "rb") as handle:
         for line in _lines_backwards(handle):
             match = TYPE_PREFIX.match(line)
             # Lines this project wrote name their type in the first bytes: skip the others
@@ -42,12 +44,17 @@ def find_latest(path: Path, types: Collection[str]) -> Event | None:
 
 def last_event(path: Path) -> Event | None:
     """The newest well-formed event of any type."""
-    with path.open("rb") as handle:
-        for line in _lines_backwards(handle):
-            try:
-                return decode_line(line)
-            except EnvelopeError:
-                continue
+    with os.fdopen(open_regular(path), "rb") as handle:
+        return last_event_in(handle)
+
+
+def last_event_in(handle: BinaryIO) -> Event | None:
+    """`last_event` of a file already open (and checked to be a regular file)."""
+    for line in _lines_backwards(handle):
+        try:
+            return decode_line(line)
+        except EnvelopeError:
+            continue
     return None
 
 
