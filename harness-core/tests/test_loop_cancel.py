@@ -85,6 +85,20 @@ async def test_cancel_mid_stream_ends_the_turn_and_the_session_resumes(
     ]
 
 
+async def test_a_cancel_before_the_turn_starts_is_remembered_for_that_turn(
+    store: SessionStore, host: PluginHost
+) -> None:
+    """cancel() that lands before run_turn (a Ctrl-C racing the start) cancels the next turn once."""
+    model = ScriptedModel([{"text": "Hello."}])
+    log = store.create(cwd=os.getcwd())
+    agent = Agent(log, model, host.tools)
+    agent.cancel()
+    outcome = await agent.run_turn("Hi.")
+    assert (outcome.status, outcome.error) == ("cancelled", "cancelled")
+    assert turn_ends(log.events) == [{"status": "cancelled", "error": "cancelled"}]
+    assert (await agent.run_turn("Hi again.")).text == "Hello."
+
+
 async def test_cancel_from_outside_mid_tool_kills_the_command_and_answers_the_call(
     store: SessionStore, host: PluginHost, tmp_path: Path
 ) -> None:

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
-import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ..log import Event, SessionLog
@@ -95,8 +94,6 @@ class TurnDriver:
         self.portal = portal
         self.agent = agent
         self.view = view
-        self._scope: anyio.CancelScope | None = None
-        self._cancel_requested = False
         self.stopped_by: int | None = None  # SIGTERM or SIGHUP: end the command after the turn
 
     def run(self, prompt: str, *, report: bool) -> TurnOutcome:
@@ -105,13 +102,12 @@ class TurnDriver:
         Raises CliError after the turn is closed when SIGTERM or SIGHUP stopped it: the
         command must end then, with the shell's 128 + signal status.
         """
-        self._cancel_requested = False
         self.view.turn_started()
         outcome: TurnOutcome | None = None
         # The handlers go in before the turn starts, so no signal lands in between.
         with self._signals_cancel():
             try:
-                outcome = self.portal.start_task_soon(self._turn, prompt).result()
+                outcome = self.portal.start_task_soon(self.agent.run_turn, prompt).result()
             finally:
                 finished = outcome or TurnOutcome("cancelled", error="cancelled")
                 self.view.turn_finished(finished, report=report)
@@ -122,23 +118,6 @@ class TurnDriver:
                 128 + self.stopped_by,
             )
         return finished
-
-    async def _turn(self, prompt: str) -> TurnOutcome | None:
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self._cancel_requested:  # Ctrl-C arrived before the turn got going
-                scope.cancel()
-            try:
-                return await self.agent.run_turn(prompt)
-            finally:
-                self._scope = None
-        return None  # the scope absorbed our cancellation; the log has turn/end cancelled
-
-    def _cancel(self) -> None:
-        """Runs on the event loop's thread (cancel scopes are not thread-safe)."""
-        self._cancel_requested = True
-        if self._scope is not None:
-            self._scope.cancel()
 
     @contextmanager
     def _signals_cancel(self) -> Iterator[None]:
@@ -154,7 +133,8 @@ class TurnDriver:
         def on_signal(signum: int, frame: FrameType | None) -> None:
             if signum != signal.SIGINT:
                 self.stopped_by = signum
-            self.portal.call(self._cancel)
+            # On the event loop's thread; a Ctrl-C before the turn got going is remembered.
+            self.portal.call(self.agent.cancel)
 
         previous = {sig: signal.signal(sig, on_signal) for sig in _CANCELLING}
         try:

@@ -22,6 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.lowlevel
 
 from ..log import (
     INTERRUPTED_TEXT,
@@ -95,6 +96,7 @@ class Agent:
         self.turn: int | None = None
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
+        self._cancel_pending = False
         self._observing = False
 
     # -- what tools may use (CallingAgent) -------------------------------------------------
@@ -146,10 +148,16 @@ class Agent:
     def cancel(self) -> None:
         """Stop the running turn (a host's stop button): it ends as `cancelled` and returns.
 
-        Call it from the event loop's thread; another thread uses `anyio.from_thread`.
+        With no turn running (a host's Ctrl-C that lands before the turn got going), the
+        cancel is remembered: the next turn ends `cancelled` at once. Call it from the event
+        loop's thread; another thread uses `anyio.from_thread`.
         """
-        if self._scope is not None:
+        # No await separates entering the turn's scope from opening the turn (or closing the
+        # turn from leaving it), so an open turn means its scope is the live one.
+        if self.turn is not None and self._scope is not None:
             self._scope.cancel()
+        else:
+            self._cancel_pending = True
 
     async def run_turn(self, prompt: str) -> TurnOutcome:
         """Run one user turn to a text answer, the step limit, an error or cancellation.
@@ -159,10 +167,16 @@ class Agent:
         """
         self._ensure_idle()
         with self._observed(), anyio.CancelScope() as self._scope:
+            if self._cancel_pending:  # cancel() came before this turn did
+                self._cancel_pending = False
+                self._scope.cancel()
             self._open_turn(prompt)
             try:
                 while self._steps < self.max_steps:
                     self._steps += 1
+                    # A cancel reaches the turn before each model call, even when the model
+                    # and the tools never yield (the scripted model does not).
+                    await anyio.lowlevel.checkpoint_if_cancelled()
                     response = await self.model.respond(
                         self.session.projection.request_messages(),
                         self.tools.schemas(),
