@@ -33,7 +33,7 @@ __all__ = ["SERVICES", "PluginHost", "PluginLoadError", "PluginRecord"]
 
 SERVICES: Final = ("config", "logger", "tools")
 
-Status = Literal["loaded", "disabled", "rejected"]
+PluginStatus = Literal["loaded", "disabled", "rejected"]
 
 
 @dataclass(slots=True)
@@ -44,7 +44,7 @@ class PluginRecord:
     dist: str
     version: str
     entry_point: str
-    status: Status
+    status: PluginStatus
     reason: str | None = None
     fix: str | None = None
     hooks: list[str] = field(default_factory=list)
