@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from harness_core.log import EnvelopeError, Event, SessionLog, SessionStore, UserMessage
-from harness_core.log._envelope import decode_line, encode_event, now_ts
+from harness_core.log._envelope import decode_line, now_ts
 
 # Each of these breaks `str.splitlines()` (or a naive C reader) but is legal inside a JSON string.
 TRICKY_TEXTS = [
@@ -23,18 +23,25 @@ TRICKY_TEXTS = [
 ]
 
 
-def test_envelope_keys_in_contract_order() -> None:
+def written_lines(log_store: SessionStore) -> list[bytes]:
+    """The lines `append` wrote: session/start, then turn/start and a user message in turn 3."""
+    with log_store.create() as log:
+        log.append("turn/start", {}, turn=3)
+        log.append("message/user", UserMessage(text="hi"), turn=3)
+    return [line + b"\n" for line in log.path.read_bytes().split(b"\n")[:-1]]
+
+
+def test_envelope_keys_in_contract_order(log_store: SessionStore) -> None:
     """A line is `{"seq","type","ts","data"}` then `"turn"`, in that order, ending in one newline."""
-    line = encode_event(Event(7, "message/user", "2026-01-01T00:00:00.000Z", {"text": "hi"}, 3))
-    assert line.endswith(b"\n")
-    assert line.count(b"\n") == 1
-    assert line.startswith(b'{"seq":7,"type":"message/user","ts":"2026-01-01T00:00:00.000Z",')
+    line = written_lines(log_store)[-1]
+    assert line.count(b"\n") == 1 and line.endswith(b"\n")
+    assert re.match(rb'\{"seq":2,"type":"message/user","ts":"[^"]+","data":', line)
     assert list(orjson.loads(line)) == ["seq", "type", "ts", "data", "turn"]
 
 
-def test_turn_key_absent_outside_a_turn() -> None:
+def test_turn_key_absent_outside_a_turn(log_store: SessionStore) -> None:
     """An event without a turn has no `turn` key at all (not null)."""
-    line = encode_event(Event(0, "session/start", "2026-01-01T00:00:00.000Z", {}))
+    line = written_lines(log_store)[0]
     assert list(orjson.loads(line)) == ["seq", "type", "ts", "data"]
     assert decode_line(line.rstrip(b"\n")).turn is None
 

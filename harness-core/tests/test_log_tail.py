@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from harness_core.log import (
     Event,
@@ -15,7 +16,6 @@ from harness_core.log import (
     find_latest,
     last_event,
 )
-from harness_core.log._envelope import encode_event
 from pydantic import BaseModel
 
 WriteTurn = Callable[[SessionLog, str], int]
@@ -23,6 +23,11 @@ WriteTurn = Callable[[SessionLog, str], int]
 
 class Odd(BaseModel):
     text: str
+
+
+def line_of(event: Event) -> bytes:
+    """The event's line as the log writes it: envelope keys in order, one newline."""
+    return orjson.dumps(event.to_json(), option=orjson.OPT_APPEND_NEWLINE)
 
 
 def _session_with_filler(store: SessionStore, write_turn: WriteTurn, filler_turns: int) -> Path:
@@ -33,10 +38,10 @@ def _session_with_filler(store: SessionStore, write_turn: WriteTurn, filler_turn
     seq = 1
     for turn in range(1, filler_turns + 1):
         for kind, data in (("turn/start", {}), ("message/user", {"text": f"filler {turn}"})):
-            lines.append(encode_event(Event(seq, kind, "2026-01-01T00:00:00.000Z", data, turn)))
+            lines.append(line_of(Event(seq, kind, "2026-01-01T00:00:00.000Z", data, turn)))
             seq += 1
         end = Event(seq, "turn/end", "2026-01-01T00:00:00.000Z", {"status": "completed"}, turn)
-        lines.append(encode_event(end))
+        lines.append(line_of(end))
         seq += 1
     with path.open("ab") as handle:
         handle.write(b"".join(lines))

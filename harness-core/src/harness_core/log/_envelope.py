@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import orjson
 
-__all__ = ["EnvelopeError", "Event", "decode_line", "encode_event", "now_ts"]
+__all__ = ["EnvelopeError", "Event", "decode_line", "now_ts"]
 
 
 class Event:
@@ -80,19 +80,6 @@ class _Clock:
 
 
 now_ts: Final = _Clock().now
-
-
-def encode_event(event: Event) -> bytes:
-    """The event's line, newline included. orjson never emits a raw newline inside a line.
-
-    Raises EnvelopeError for a payload JSON cannot carry (a lone surrogate, a huge integer).
-    """
-    try:
-        return orjson.dumps(event.to_json(), option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError as exc:
-        raise EnvelopeError(
-            f"seq {event.seq} ({event.type}) cannot be written as JSON: {exc}"
-        ) from None
 
 
 def decode_line(line: bytes) -> Event:

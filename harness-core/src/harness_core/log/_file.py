@@ -252,7 +252,7 @@ class SessionLog:
         seq = events[-1].seq + 1 if events else 0
         ts = now_ts()
         data = self._payload_json(type, payload)
-        # The envelope is built here rather than through Event.to_json/encode_event: same
+        # The envelope is built here rather than through Event.to_json: same
         # keys, same order, one call fewer on the path every event takes.
         envelope = {"seq": seq, "type": type, "ts": ts, "data": data}
         if turn is not None:
@@ -311,10 +311,6 @@ class SessionLog:
             return
         _datasync(self._fd)
         self.committed_seq = self.events[-1].seq
-
-    @property
-    def committed_events(self) -> list[Event]:
-        return [e for e in self.events if e.seq <= self.committed_seq]
 
     # -- queries and lifetime --------------------------------------------------------------
 
