@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from harness_core.testing.pytest_plugin import FakeDistribution
 from test_cli_startup import imported_after
-from test_cli_support import one_error_line, run_cli
+from test_cli_support import one_error_line, run_cli, session_ids, write_script
 
 BROKEN = {"broken_plugin.py": "import a_module_that_is_not_installed\nname = 'broken'\n"}
 RECORD_KEYS = {
@@ -132,3 +132,30 @@ def test_plugins_uses_the_config_of_harness_home(harness_home: Path) -> None:
     todo = records()["todo"]
     assert todo["status"] == "rejected"
     assert "plugins.todo.allow_parallel_in_progress" in str(todo["reason"])
+
+
+NO_TOOLS = {
+    "late_plugin.py": "from harness_core.plugins import hookimpl\n"
+    "name = 'late'\ninject = ('tools',)\n"
+    "@hookimpl\ndef harness_register_tools(ctx):\n    raise RuntimeError('no tools today')\n"
+}
+
+
+def test_a_plugin_whose_tools_fail_is_rejected_where_tools_are_needed(
+    fake_distribution: FakeDistribution, harness_home: Path, tmp_path: Path
+) -> None:
+    """`plugins` and `run` report it; `events` never registers tools, so it stays quiet."""
+    info = fake_distribution("late-plugin", {"late": "late_plugin"}, NO_TOOLS)
+    env = {"PYTHONPATH": str(info.parent)}
+    late = records(env)["late"]
+    assert (late["status"], late["reason"]) == (
+        "rejected",
+        "harness_register_tools raised RuntimeError: no tools today",
+    )
+    script = write_script(tmp_path / "script.json", [{"text": "Done."}])
+    run = run_cli("run", "--model", script, "hi", env=env)
+    assert run.returncode == 0, run.stderr
+    warning = "harness: warning: late (late-plugin 1.0.0, entry point late_plugin): rejected: "
+    assert run.stderr.startswith(warning + "harness_register_tools raised RuntimeError")
+    events = run_cli("events", session_ids(harness_home)[-1], env=env)
+    assert events.returncode == 0 and events.stderr == ""

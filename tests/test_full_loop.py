@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import SessionLog, SessionStore, derive_messages
 from harness_core.loop import Agent
@@ -23,6 +24,7 @@ Step = dict[str, Any]
 def host() -> PluginHost:
     """Plugins loaded the way the CLI loads them: through the `harness.plugins` entry points."""
     plugin_host = PluginHost(Config({}, env={}))
+    builtins.add_to(plugin_host)
     records = {r.name: r for r in plugin_host.load_entry_points(env={})}
     assert (records["todo"].dist, records["todo"].status) == ("harness-tool-todo", "loaded")
     return plugin_host

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from harness_core import builtins
 from harness_core.log import SessionStore
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT, Agent
 from harness_core.models._presets import PRESETS, build_model
@@ -69,6 +70,7 @@ def live_spec(request: pytest.FixtureRequest) -> str:
 async def test_live_todo_write_lands_and_is_replaced(live_spec: str, harness_home: Path) -> None:
     """A real model writes a plan with todo_write, then a later write replaces it."""
     host = PluginHost()
+    builtins.add_to(host)
     host.load_entry_points()
     store = SessionStore(harness_home, host.event_types)
     log = store.create(system_prompt=SYSTEM_PROMPT, cwd=str(harness_home))

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import anyio
 import openai
 import pytest
+from harness_core import builtins
 from harness_core.log import Event, SessionLog, SessionStore
 from harness_core.loop import Agent
 from harness_core.models import ModelError
@@ -347,6 +348,7 @@ async def test_server_is_strict_about_its_script() -> None:
 
 def open_session(home: Path) -> tuple[PluginHost, SessionStore, SessionLog]:
     host = PluginHost()
+    builtins.add_to(host)
     host.load_entry_points()
     assert "todo_write" in host.tools.names(), "harness-tool-todo is not installed"
     store = SessionStore(home, host.event_types)

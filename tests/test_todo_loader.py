@@ -15,7 +15,9 @@ from harness_core.plugins._shape import resolve_shape
 
 def load(home: Path, **env: str) -> tuple[PluginHost, dict[str, PluginRecord]]:
     host = PluginHost(Config.load(home, env))
-    return host, {record.name: record for record in host.load_entry_points(env)}
+    records = {record.name: record for record in host.load_entry_points(env)}
+    host.finish_loading()
+    return host, records
 
 
 def test_entry_point_metadata_is_discovered_without_import() -> None:
@@ -53,7 +55,7 @@ def test_module_has_the_namespace_plugin_shape() -> None:
     loaded = md.distribution("harness-tool-todo").entry_points.select(group=GROUP)["todo"].load()
     assert isinstance(loaded, ModuleType) and loaded is harness_tool_todo
     assert not hasattr(loaded, "default")
-    known_hooks = PluginHost(Config({}, env={}), builtins=False).known_hooks
+    known_hooks = PluginHost(Config({}, env={})).known_hooks
     shape = resolve_shape(loaded, "harness-tool-todo entry point todo", known_hooks)
     assert shape.plugin is loaded
     assert shape.name == "todo"

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import orjson
+from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import SessionLog, SessionStore, derive_messages
 from harness_core.loop import Agent
@@ -38,6 +39,7 @@ def host_for(home: Path, env: dict[str, str] | None = None) -> PluginHost:
     """A fresh host, as a new process builds it: config, then every installed plugin."""
     env = env or {}
     host = PluginHost(Config.load(home, env))
+    builtins.add_to(host)
     host.load_entry_points(env)
     assert host.records["todo"].status == "loaded"
     return host

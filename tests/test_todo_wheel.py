@@ -36,6 +36,7 @@ CHECK = textwrap.dedent(
     home = Path(sys.argv[1])
     host = PluginHost(Config.load(home))
     records = {r.name: r for r in host.load_entry_points()}
+    host.finish_loading()
     todo = records["todo"]
     todos = [{"content": "Install the wheel", "status": "completed"},
              {"content": "Call todo_write", "status": "in_progress"}]

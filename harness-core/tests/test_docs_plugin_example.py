@@ -34,6 +34,7 @@ async def test_documented_plugin_loads_through_its_entry_point(
     config = Config({"plugins": {"shout": {"suffix": "?"}}}, env={"HARNESS_SHOUT_SUFFIX": '"!!"'})
     host = PluginHost(config)
     records = {r.name: r for r in host.load_entry_points(env={"HARNESS_LOAD_PLUGINS": "shout"})}
+    host.finish_loading()
     assert records["shout"].status == "loaded"
     assert records["shout"].tools == ["shout"]
     result = await host.tools.execute("shout", '{"text": "hi"}', ExecContext())

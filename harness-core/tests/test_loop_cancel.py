@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import INTERRUPTED_TEXT, Event, SessionLog, SessionStore, derive_messages
 from harness_core.loop import CRASHED_TURN, Agent, TurnOutcome
@@ -27,7 +28,9 @@ from process_helpers import has_pid, poll, running
 @pytest.fixture
 def host() -> PluginHost:
     """The real host with the built-in tools (bash, subagent)."""
-    return PluginHost(Config({"plugins": {"builtins": {"bash_timeout": 30}}}, env={}))
+    plugin_host = PluginHost(Config({"plugins": {"builtins": {"bash_timeout": 30}}}, env={}))
+    builtins.add_to(plugin_host)
+    return plugin_host
 
 
 @pytest.fixture
@@ -320,6 +323,7 @@ CRASHING_RUN = textwrap.dedent(
     from pathlib import Path
 
     import anyio
+    from harness_core import builtins
     from harness_core.config import Config
     from harness_core.log import SessionStore
     from harness_core.loop import Agent
@@ -327,6 +331,7 @@ CRASHING_RUN = textwrap.dedent(
     from harness_core.plugins import PluginHost
 
     host = PluginHost(Config({}, env={}))
+    builtins.add_to(host)
     store = SessionStore(Path(sys.argv[1]), host.event_types)
     log = store.create(system_prompt="sys", cwd=sys.argv[2])
     print(log.session_id, flush=True)

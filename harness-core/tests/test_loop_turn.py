@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import anyio
 import pytest
+from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import Event, SessionLog, SessionStore, derive_messages
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT, Agent
@@ -55,6 +56,7 @@ def host() -> PluginHost:
     """The real host with the built-in plugin and every installed entry point."""
     # A short bash timeout: a test that breaks concurrency fails in seconds, not minutes.
     plugin_host = PluginHost(Config({"plugins": {"builtins": {"bash_timeout": 10}}}, env={}))
+    builtins.add_to(plugin_host)
     plugin_host.load_entry_points(env={})
     return plugin_host
 

@@ -40,6 +40,7 @@ def good_plugin(name: str, tool: str) -> str:
 
 def load(host: PluginHost, **env: str) -> dict[str, PluginRecord]:
     records = host.load_entry_points(env=env)
+    host.finish_loading()  # the tools phase: its rejections update these same records
     return {record.name: record for record in records}
 
 
@@ -306,3 +307,94 @@ def test_bad_plugin_configuration_rejects_with_the_key_named(
     assert record.status == "rejected"
     assert "plugins.todo.allow_parallel_in_progress" in (record.reason or "")
     assert record.fix == "fix [plugins.todo] in the config file or the environment variable named"
+
+
+# -- deferred phases: registering imports the plugin; tools and event types come on demand --
+
+FAILS_LATE = """
+from harness_core.log import EventType
+from harness_core.plugins import hookimpl
+
+name = "late"
+inject = ("tools",)
+calls = []
+
+@hookimpl
+def harness_event_types():
+    calls.append("event_types")
+    return [EventType("late/note", "{payload}", surface=False)]
+
+@hookimpl
+def harness_register_tools(ctx):
+    calls.append("register_tools")
+    {body}
+"""
+
+
+def late_plugin(
+    fake_distribution: FakeDistribution,
+    *,
+    payload: str = "late_plugin:Note",
+    body: str = "pass",
+) -> None:
+    source = FAILS_LATE.format(payload=payload, body=body)
+    source += "\nfrom pydantic import BaseModel\nclass Note(BaseModel):\n    text: str\n"
+    fake_distribution("late-plugin", {"late": "late_plugin"}, {"late_plugin.py": source})
+
+
+def test_registering_defers_event_types_and_tools_until_asked(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """A query command's host imports and registers plugins; their hooks run on first need."""
+    import sys
+
+    late_plugin(fake_distribution)
+    host = PluginHost(plugin_host.config)  # as a command builds it
+    records = {r.name: r for r in host.load_entry_points(env={"HARNESS_LOAD_PLUGINS": "late"})}
+    module = sys.modules["late_plugin"]
+    assert records["late"].status == "loaded" and module.calls == []
+    assert host.event_types.get("late/note") is not None
+    assert module.calls == ["event_types"]
+    assert host.tools.names() == [] and module.calls == ["event_types", "register_tools"]
+    assert records["late"].hooks == ["harness_event_types", "harness_register_tools"]
+
+
+def test_a_tool_registration_failure_rejects_the_plugin_when_tools_are_needed(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The deferred failure turns the same record rejected, warns, and leaves nothing behind."""
+    late_plugin(fake_distribution, body="raise RuntimeError('no tools today')")
+    host = PluginHost(plugin_host.config)  # as a command builds it
+    (record,) = [
+        r
+        for r in host.load_entry_points(env={"HARNESS_LOAD_PLUGINS": "late"})
+        if r.status != "disabled"
+    ]
+    assert record.status == "loaded"
+    assert host.tools.names() == []
+    assert record.status == "rejected"
+    assert record.reason == "harness_register_tools raised RuntimeError: no tools today"
+    assert "late (late-plugin 1.0.0, entry point late_plugin): rejected" in caplog.text
+    assert not host.pm.has_plugin("late") and host.records["late"] is record
+
+
+def test_strict_mode_raises_when_a_deferred_phase_rejects(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """HARNESS_STRICT_PLUGINS=1 fails the command that needed the tools, naming the plugin."""
+    late_plugin(fake_distribution, body="raise RuntimeError('no tools today')")
+    host = PluginHost(plugin_host.config)  # as a command builds it
+    host.load_entry_points(env={"HARNESS_LOAD_PLUGINS": "late", "HARNESS_STRICT_PLUGINS": "1"})
+    with pytest.raises(PluginLoadError, match=r"late \(late-plugin 1.0.0.*no tools today"):
+        host.tools  # noqa: B018  # the tools phase runs here
+
+
+def test_an_unimportable_payload_reference_rejects_the_plugin(
+    plugin_host: PluginHost, fake_distribution: FakeDistribution
+) -> None:
+    """`module:Class` is checked when the tools register, with the reference in the reason."""
+    late_plugin(fake_distribution, payload="late_plugin:Missing")
+    records = load(PluginHost(plugin_host.config), HARNESS_LOAD_PLUGINS="late")
+    assert records["late"].status == "rejected"
+    assert "payload late_plugin:Missing cannot be imported" in (records["late"].reason or "")
+    assert records["late"].fix == "fix the payload reference in the plugin's harness_event_types"

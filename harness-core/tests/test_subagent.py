@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import INTERRUPTED_TEXT, SessionLog, SessionStore
 from harness_core.log._invariants import InvariantChecker
@@ -23,6 +24,7 @@ from process_helpers import has_pid, poll, running
 def host() -> PluginHost:
     """The real host: built-ins plus installed entry points (harness-tool-todo)."""
     plugin_host = PluginHost(Config({}, env={}))
+    builtins.add_to(plugin_host)
     plugin_host.load_entry_points(env={})
     assert "todo_write" in plugin_host.tools.names()
     return plugin_host

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
+from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import SessionStore
 from harness_core.loop import Agent, TurnOutcome
@@ -148,6 +149,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one run per size, no repeats")
     options = parser.parse_args()
     host = PluginHost(Config({}, env={}))
+    builtins.add_to(host)
     host.load_entry_points(env={})
     home = Path(tempfile.mkdtemp(prefix="harness-bench-loop-"))
     try:

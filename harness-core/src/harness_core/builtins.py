@@ -1,7 +1,7 @@
 """The built-in plugin: the `bash` and `subagent` tools and the built-in model providers.
 
-It is a namespace plugin like any other (the host registers it before entry points), so the
-core exercises the same hooks a third-party plugin uses.
+It is a namespace plugin like any other (the composition root adds it with `add_to(host)`
+before the entry points), so the core exercises the same hooks a third-party plugin uses.
 
     [plugins.builtins]
     bash_timeout = 120        # seconds, or HARNESS_BUILTINS_BASH_TIMEOUT
@@ -11,28 +11,36 @@ core exercises the same hooks a third-party plugin uses.
 from __future__ import annotations
 
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
-
-from .models import Model
-from .models._presets import build_model
 from .plugins import PluginContext, hookimpl
-from .tools.bash import DEFAULT_TIMEOUT, BashTool
-from .tools.subagent import DEFAULT_MAX_DEPTH, SubagentTool
+
+if TYPE_CHECKING:  # tools, models and pydantic load inside the hooks, when they are called
+    from .models import Model
+    from .plugins import PluginHost, PluginRecord
+
+__all__ = ["add_to", "harness_model", "harness_register_tools", "inject", "name"]
 
 name = "builtins"
 inject = ("tools", "config")
 
 
-class BuiltinsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    bash_timeout: PositiveFloat = DEFAULT_TIMEOUT
-    subagent_max_depth: PositiveInt = DEFAULT_MAX_DEPTH
+def add_to(host: PluginHost) -> PluginRecord:
+    """Register the built-in plugin on `host`: what a composition root does first.
+
+    The host does not add it itself, so the plugin layer never imports the tools and models
+    this plugin brings (the CLI's `App`, the test fixtures and embedding hosts call this).
+    """
+    return host.add(sys.modules[__name__], dist="harness-core", entry_point=__name__)
 
 
 @hookimpl
 def harness_register_tools(ctx: PluginContext) -> None:
+    from ._builtins_config import BuiltinsConfig
+    from .tools.bash import BashTool
+    from .tools.subagent import SubagentTool
+
     config = ctx.config.parse(BuiltinsConfig)
     ctx.tools.register(BashTool(timeout=config.bash_timeout))
     ctx.tools.register(SubagentTool(max_depth=config.subagent_max_depth))
@@ -40,4 +48,6 @@ def harness_register_tools(ctx: PluginContext) -> None:
 
 @hookimpl(trylast=True)
 def harness_model(spec: str, options: dict[str, Any]) -> Model | None:
+    from .models._presets import build_model
+
     return build_model(spec, options, os.environ)

@@ -93,6 +93,7 @@ def test_invalid_value_rejects_the_plugin_with_a_fix(harness_home: Path) -> None
     write_config(harness_home, '[plugins.todo]\nallow_parallel_in_progress = "sometimes"\n')
     host = PluginHost(Config.load(harness_home, {}))
     record = host.add(harness_tool_todo, dist="harness-tool-todo")
+    host.finish_loading()  # the section is parsed when the tools register
     assert record.status == "rejected"
     assert record.reason is not None
     assert "plugins.todo.allow_parallel_in_progress" in record.reason

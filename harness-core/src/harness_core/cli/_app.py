@@ -1,8 +1,9 @@
 """One invocation's wiring, and the error boundary every command runs inside.
 
 `App` builds what the commands share, in the order ARCHITECTURE §8 describes: the config of
-HARNESS_HOME, a plugin host with every installed plugin, the session store (which needs the
-plugins' event types), and on demand a model and an agent. `dispatch` turns each expected
+HARNESS_HOME, a plugin host with the built-in plugin and every installed plugin registered
+(their event types and tools materialise when a command first needs them), the session store,
+and on demand a model and an agent. `dispatch` turns each expected
 failure into one line on stderr and a non-zero exit status.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from .. import builtins
 from ..config import Config, ConfigError
 from ..log import (
     EventSink,
@@ -28,13 +30,12 @@ from ..log import (
     SessionStore,
     default_home,
 )
-from ..models import DeltaSink, Model, ModelError
-from ..models._presets import ModelConfigError, known_providers
 from ..plugins import PluginHost, PluginLoadError
 from ._present import one_line
 
-if TYPE_CHECKING:  # the loop (and anyio) load only for the commands that run turns
+if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
     from ..loop import Agent
+    from ..models import DeltaSink, Model
 
 __all__ = ["EXIT_CANCELLED", "EXIT_ERROR", "App", "CliError", "dispatch"]
 
@@ -68,18 +69,24 @@ class CliError(Exception):
         self.status = status
 
 
-# Failures a user can act on: their message is the whole story, no traceback.
+# Failures a user can act on: their message is the whole story, no traceback. The models'
+# errors join them in `_expected`, which imports the models only when something failed.
 _EXPECTED: Final = (
     CliError,
     ConfigError,
-    ModelConfigError,
-    ModelError,
     NotASession,
     PluginLoadError,
     SessionLocked,
     SessionNotFound,
     OSError,
 )
+
+
+def _expected(exc: Exception) -> bool:
+    from ..models import ModelError
+    from ..models._presets import ModelConfigError
+
+    return isinstance(exc, (*_EXPECTED, ModelConfigError, ModelError))
 
 
 def dispatch(args: Namespace) -> int:
@@ -99,12 +106,11 @@ def dispatch(args: Namespace) -> int:
         # flushes stdout again, so point stdout at /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except _EXPECTED as exc:
-        _debug_traceback()
-        _error(_describe(exc))
-        return exc.status if isinstance(exc, CliError) else EXIT_ERROR
     except Exception as exc:
         _debug_traceback()
+        if _expected(exc):
+            _error(_describe(exc))
+            return exc.status if isinstance(exc, CliError) else EXIT_ERROR
         _error(f"internal error: {type(exc).__name__}: {exc} (HARNESS_DEBUG=1 shows the traceback)")
         return EXIT_ERROR
 
@@ -163,6 +169,7 @@ class App:
         self.home = home if home is not None else default_home()
         self.config = Config.load(self.home)
         self.host = PluginHost(self.config)
+        builtins.add_to(self.host)
         self.records = self.host.load_entry_points()
         # Every append to a session this store writes reaches the plugins' observers, whoever
         # appends it: session/start, a turn's events, a subagent's session.
@@ -188,6 +195,8 @@ class App:
         spec = self.model_spec(flag)
         model = self.host.hooks.model(spec, {"base_url": base_url})
         if model is None:
+            from ..models._presets import known_providers
+
             providers = ", ".join(f"{p}:" for p in known_providers())
             raise CliError(
                 f"no installed plugin provides the model {spec!r}; built-in providers: "

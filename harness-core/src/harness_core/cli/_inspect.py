@@ -12,7 +12,6 @@ import orjson
 
 from ..log import SessionSummary
 from ._app import App, CliError
-from ._plain import PlainView
 from ._present import one_line
 
 __all__ = ["events", "sessions", "show", "todos"]
@@ -73,6 +72,8 @@ def show(args: Namespace) -> int:
     if args.json:
         _print_json(log.projection.request_messages())
         return 0
+    from ._plain import PlainView  # the transcript presents tool calls: tools, pydantic
+
     view = PlainView(app.host.tools, sys.stdout, transcript=True)
     view.bind(log)
     for event in log.events:

@@ -20,7 +20,7 @@ __all__ = ["plugins"]
 
 def plugins(args: Namespace) -> int:
     app = App()
-    records = list(app.host.records.values())
+    records = app.host.finish_loading()  # every phase, so a failing tool registration shows
     if args.json:
         payload = [dataclasses.asdict(record) for record in records]
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

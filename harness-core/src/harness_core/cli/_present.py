@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..tools import ToolRegistry, ToolResult
+if TYPE_CHECKING:  # the query commands use `one_line` without loading the tools package
+    from ..tools import ToolRegistry
 
 __all__ = ["call_label", "clean", "one_line", "result_suffix"]
 
@@ -33,6 +34,8 @@ def one_line(text: str, width: int = LABEL_WIDTH) -> str:
 
 def call_label(tools: ToolRegistry, name: str, raw_arguments: str) -> str:
     """The tool's own `present_call` line, or a fallback saying why there is none."""
+    from ..tools import ToolResult
+
     parsed = tools.parse(name, raw_arguments)
     if isinstance(parsed, ToolResult):
         why = "unknown tool" if tools.get(name) is None else "invalid arguments"
@@ -46,6 +49,8 @@ def call_label(tools: ToolRegistry, name: str, raw_arguments: str) -> str:
 
 def result_suffix(tools: ToolRegistry, name: str, data: dict[str, Any]) -> str | None:
     """A short note after ✓/✗: the tool's one-line `present_result`, or an error's first line."""
+    from ..tools import ToolResult
+
     result = ToolResult(str(data.get("text", "")), bool(data.get("is_error")), data.get("data"))
     if result.is_error:
         first = result.text.strip().splitlines()[0] if result.text.strip() else ""

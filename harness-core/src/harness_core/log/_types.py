@@ -12,6 +12,7 @@ asks for it (the write path validating an append), so the query commands never p
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, cast
 
 if TYPE_CHECKING:
@@ -103,13 +104,23 @@ class EventTypeConflict(ValueError):
 
 
 class EventTypeRegistry:
-    """Maps event type names to their declarations. Plugins add types; core types are fixed."""
+    """Maps event type names to their declarations. Plugins add types; core types are fixed.
 
-    __slots__ = ("_types", "surface")
+    `pending` runs once, before the first lookup: the plugin host declares the plugins' types
+    there, so a command that never looks a type up (`harness sessions`) never asks them.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_pending", "_types", "surface")
+
+    def __init__(self, pending: Callable[[], None] | None = None) -> None:
         self._types: dict[str, EventType] = {t.name: t for t in CORE_EVENT_TYPES}
         self.surface: Final = CORE_SURFACE
+        self._pending = pending
+
+    def _settle(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
 
     def declare(self, event_type: EventType) -> None:
         """Add a type. Re-declaring by the same owner replaces it (a plugin reload does this)."""
@@ -130,7 +141,10 @@ class EventTypeRegistry:
         self._types[event_type.name] = event_type
 
     def get(self, name: str) -> EventType | None:
+        if self._pending is not None:
+            self._settle()
         return self._types.get(name)
 
     def names(self) -> list[str]:
+        self._settle()
         return sorted(self._types)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..tools import Disposer, Tool, ToolRegistry
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the tools package loads with the host's tools phase
     from ..config import PluginConfig
+    from ..tools import Disposer, Tool, ToolRegistry
 
 __all__ = ["PluginContext", "ProviderTools", "ServiceNotInjected"]
 

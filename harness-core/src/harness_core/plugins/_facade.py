@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
@@ -42,9 +42,13 @@ class Hooks:
         self._pm = pm
         self._on_observer_error = on_observer_error
 
-    def start_event_types(self, declare: Callable[[Sequence[EventType]], None]) -> None:
-        """Begin the historic call: `declare` gets every plugin's types, now and later."""
-        self._pm.hook.harness_event_types.call_historic(result_callback=declare, kwargs={})
+    def event_types(self, plugin: object) -> Sequence[EventType]:
+        """Call `plugin`'s own harness_event_types (the host declares them per plugin)."""
+        declared: list[EventType] = []
+        for impl in self._pm.hook.harness_event_types.get_hookimpls():
+            if impl.plugin is plugin:
+                declared.extend(cast("Sequence[EventType]", impl.function()))
+        return declared
 
     def register_tools(self, plugin: object, ctx: PluginContext) -> None:
         """Call `plugin`'s own harness_register_tools (each plugin gets its own context)."""

@@ -24,13 +24,15 @@ hookspec: Final = pluggy.HookspecMarker(PROJECT)
 hookimpl: Final = pluggy.HookimplMarker(PROJECT)
 
 
-@hookspec(historic=True)
+@hookspec
 def harness_event_types() -> Sequence[EventType]:
     """Declare the session event types this plugin appends.
 
-    Return `EventType(name, payload_model, surface)` declarations. The call is historic, so a
-    plugin loaded late (or reloaded) still has its types declared. A plugin's own types must
-    be `surface=False`: they ride on the log without reaching the model's message history.
+    Return `EventType(name, payload, surface)` declarations; `payload` is the pydantic model,
+    or `"package.module:Model"` so that reading a session never imports it. Called once for
+    each plugin, the first time the host needs event types (a command that opens a session),
+    and again when a plugin loads late or is reloaded. A plugin's own types must be
+    `surface=False`: they ride on the log without reaching the model's message history.
     Declaring one surface, or a name another package owns, fails the plugin's load.
     """
     raise NotImplementedError

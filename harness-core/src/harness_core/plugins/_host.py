@@ -1,9 +1,19 @@
 """The plugin host: a pluggy manager, the services plugins use, and per-plugin transactions.
 
-Loading is two-phase (see `_discovery.py`): metadata first, then each selected plugin is
-imported and registered in its own transaction. A plugin that fails any step is unregistered,
-whatever it registered is disposed, and the failure is recorded with how to fix it; the other
-plugins load regardless.
+Loading runs in phases, each a transaction per plugin (see `_discovery.py` for discovery):
+
+1. register: read entry-point metadata, filter, import each selected plugin, check its shape
+   and register its hooks. Every command does this; it imports what the plugin module imports
+   and nothing more, so a query command (`harness todos`, `events`) stays cheap.
+2. event types: each plugin's `harness_event_types`, before the registry's first lookup (a
+   session opened or written; listing sessions needs none).
+3. tools: each plugin's `harness_register_tools` (config parsing, pydantic models), the first
+   time `host.tools` is read: only the commands that run or show tool calls pay for it.
+
+A plugin that fails any phase is unregistered, whatever it registered is disposed, and the
+failure is recorded with how to fix it, in the same record `harness plugins` reports (which
+runs every phase); the other plugins load regardless. A plugin added once a phase has run
+goes through that phase at once, so a reload leaves the host as a fresh load would.
 """
 
 from __future__ import annotations
@@ -16,18 +26,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import pluggy
 
 from ..config import Config, ConfigError
 from ..log import EventType, EventTypeRegistry
-from ..tools import ToolRegistry
 from . import _hookspecs
 from ._context import PluginContext, ProviderTools
 from ._discovery import GROUP, Candidate, discover, select
 from ._facade import Hooks, ObserverError
 from ._shape import PluginShape, ShapeError, resolve_shape
+
+if TYPE_CHECKING:  # the tools package (and pydantic) loads with the tools phase
+    from ..tools import ToolRegistry
 
 __all__ = ["SERVICES", "PluginHost", "PluginLoadError", "PluginRecord"]
 
@@ -38,7 +50,11 @@ PluginStatus = Literal["loaded", "disabled", "rejected"]
 
 @dataclass(slots=True)
 class PluginRecord:
-    """What `harness plugins` reports about one plugin."""
+    """What `harness plugins` reports about one plugin.
+
+    A later phase updates the record in place: `tools` fill in when the tools phase runs, and a
+    plugin that fails there turns `rejected`.
+    """
 
     name: str
     dist: str
@@ -73,50 +89,93 @@ class _Rejection(Exception):
 
 @dataclass(slots=True)
 class _Loaded:
+    """A registered plugin and what its later phases added, to dispose on unload."""
+
     plugin: object
-    tools: ProviderTools
+    inject: tuple[str, ...]
     source: Callable[[], object]
     module_prefix: str | None
+    event_types: tuple[EventType, ...] = ()
+    tools: ProviderTools | None = None
+
+
+Phase = Callable[[str, _Loaded], None]
 
 
 class PluginHost:
-    """Owns the plugin manager, the tool and event-type registries, and the load records."""
+    """Owns the plugin manager, the tool and event-type registries, and the load records.
 
-    def __init__(self, config: Config | None = None, *, builtins: bool = True) -> None:
+    It holds no plugin of its own: the composition root (the CLI's `App`, the test fixtures,
+    an embedding host) adds the built-in plugin with `harness_core.builtins.add_to(host)`.
+    """
+
+    def __init__(self, config: Config | None = None) -> None:
         self.config = config if config is not None else Config({}, env=os.environ)
         self.pm = pluggy.PluginManager(_hookspecs.PROJECT)
         self.pm.add_hookspecs(_hookspecs)
-        self.tools = ToolRegistry()
-        self.event_types = EventTypeRegistry()
         self.records: dict[str, PluginRecord] = {}
         self.observer_errors: list[ObserverError] = []
         self.hooks = Hooks(self.pm, self.observer_errors.append)
-        self.hooks.start_event_types(self._declare_event_types)
         self._loaded: dict[str, _Loaded] = {}
-        if builtins:
-            from .. import builtins as builtin_plugin
-
-            self.add(builtin_plugin, dist="harness-core", entry_point="harness_core.builtins")
+        self._event_types = EventTypeRegistry(pending=self._declare_all_event_types)
+        self._types_declared = False
+        self._tools: ToolRegistry | None = None
+        self._strict = False
 
     @property
     def known_hooks(self) -> list[str]:
         return [name for name in dir(_hookspecs) if name.startswith("harness_")]
+
+    @property
+    def event_types(self) -> EventTypeRegistry:
+        """Core and plugin event types; plugins declare theirs before the first lookup."""
+        return self._event_types
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """Every plugin's tools; plugins register them the first time this is read."""
+        if self._tools is None:
+            from ..tools import ToolRegistry
+
+            self._declare_all_event_types()  # a plugin rejected there registers no tools
+            self._tools = ToolRegistry()
+            self._run_phase(self._register_tools)
+        return self._tools
+
+    def finish_loading(self) -> list[PluginRecord]:
+        """Run every deferred phase now and return every record (`harness plugins`, tests)."""
+        self._declare_all_event_types()
+        if self._tools is None:
+            self.tools  # noqa: B018  # reading it runs the tools phase
+        return list(self.records.values())
+
+    def _declare_all_event_types(self) -> None:
+        if not self._types_declared:
+            self._types_declared = True
+            self._run_phase(self._declare_event_types)
 
     # -- loading ---------------------------------------------------------------------------
 
     def load_entry_points(
         self, env: Mapping[str, str] | None = None, *, group: str = GROUP
     ) -> list[PluginRecord]:
-        """Discover, filter, sort and load every `harness.plugins` entry point."""
+        """Discover, filter, sort and register every `harness.plugins` entry point.
+
+        The later phases run on demand; with HARNESS_STRICT_PLUGINS=1 a rejection in any
+        phase raises PluginLoadError.
+        """
         env = os.environ if env is None else env
+        self._strict = env.get("HARNESS_STRICT_PLUGINS") == "1"
         chosen, disabled = select(discover(group), env)
         records = [self._record_disabled(c, why) for c, why in disabled]
         records += [self._load_candidate(candidate) for candidate in chosen]
-        rejected = [r for r in records if r.status == "rejected"]
-        if rejected and env.get("HARNESS_STRICT_PLUGINS") == "1":
+        self._raise_if_strict([r for r in records if r.status == "rejected"])
+        return records
+
+    def _raise_if_strict(self, rejected: list[PluginRecord]) -> None:
+        if rejected and self._strict:
             details = "; ".join(r.describe() for r in rejected)
             raise PluginLoadError(f"HARNESS_STRICT_PLUGINS=1 and a plugin was rejected: {details}")
-        return records
 
     def _record_disabled(self, candidate: Candidate, why: str) -> PluginRecord:
         record = PluginRecord(
@@ -195,37 +254,60 @@ class PluginHost:
         module_prefix: str | None,
     ) -> PluginRecord:
         started = time.perf_counter()
-        tools = ProviderTools(self.tools, provider=name)
+        record = PluginRecord(name, dist, version, entry_point, "loaded")
         plugin: object | None = None
+        loaded: _Loaded | None = None
         try:
             shape = self._shape(self._import(source), f"{dist} entry point {name} = {entry_point}")
             plugin = shape.plugin
             self._check_inject(shape.inject)
             self._register(plugin, name)
-            self._call_register_tools(plugin, name, shape.inject, tools)
-        except _Rejection as rejection:
-            tools.dispose_all()
-            if plugin is not None and self.pm.is_registered(plugin):
-                self.pm.unregister(plugin)
-            record = PluginRecord(
-                name, dist, version, entry_point, "rejected", rejection.reason, rejection.fix
-            )
+            loaded = _Loaded(plugin, shape.inject, source, module_prefix)
+            record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or ())
             self.records[name] = record
-            _log_record(record)
+            # Phases that already ran for the others run for this plugin now (a late add, a
+            # reload): the host ends up as if it had been there from the start.
+            if self._types_declared:
+                self._declare_event_types(name, loaded)
+            if self._tools is not None:
+                self._register_tools(name, loaded)
+        except _Rejection as rejection:
+            self._undo(plugin, loaded)
+            self._mark_rejected(record, rejection)
+            self.records[name] = record
             return record
-        self._loaded[name] = _Loaded(plugin, tools, source, module_prefix)
-        record = PluginRecord(
-            name,
-            dist,
-            version,
-            entry_point,
-            "loaded",
-            hooks=sorted(h.name for h in self.pm.get_hookcallers(plugin) or ()),
-            tools=list(tools.names),
-            load_ms=(time.perf_counter() - started) * 1000,
-        )
-        self.records[name] = record
+        self._loaded[name] = loaded
+        record.load_ms += (time.perf_counter() - started) * 1000
         return record
+
+    def _run_phase(self, phase: Phase) -> None:
+        """Run `phase` for every registered plugin; a plugin that fails it is rejected."""
+        rejected = []
+        for name, loaded in list(self._loaded.items()):
+            record = self.records[name]
+            started = time.perf_counter()
+            try:
+                phase(name, loaded)
+            except _Rejection as rejection:
+                del self._loaded[name]
+                self._undo(loaded.plugin, loaded)
+                self._mark_rejected(record, rejection)
+                rejected.append(record)
+            record.load_ms += (time.perf_counter() - started) * 1000
+        self._raise_if_strict(rejected)
+
+    def _undo(self, plugin: object | None, loaded: _Loaded | None) -> None:
+        if loaded is not None and loaded.tools is not None:
+            loaded.tools.dispose_all()
+        if plugin is not None and self.pm.is_registered(plugin):
+            self.pm.unregister(plugin)
+
+    @staticmethod
+    def _mark_rejected(record: PluginRecord, rejection: _Rejection) -> None:
+        record.status = "rejected"
+        record.reason, record.fix = rejection.reason, rejection.fix
+        record.hooks, record.tools = [], []
+        _log_record(record)
 
     @staticmethod
     def _import(source: Callable[[], object]) -> object:
@@ -260,20 +342,45 @@ class PluginHost:
                 f"hook signature mismatch: {exc}",
                 "make each hook's parameters a subset of the spec's (docs/hook-catalog.md)",
             ) from exc
-        except Exception as exc:  # a historic harness_event_types call raising, a conflict
+        except Exception as exc:  # a name conflict, a plugin object pluggy cannot inspect
             if self.pm.is_registered(plugin):
                 self.pm.unregister(plugin)
             raise _Rejection(
                 f"registration failed: {type(exc).__name__}: {exc}",
-                "fix the plugin's harness_event_types declarations",
+                "fix the plugin's hook implementations (docs/hook-catalog.md)",
             ) from exc
 
-    def _call_register_tools(
-        self, plugin: object, name: str, inject: tuple[str, ...], tools: ProviderTools
-    ) -> None:
-        services = self._services(name, tools)
+    def _declare_event_types(self, name: str, loaded: _Loaded) -> None:
+        """Phase 2: the plugin's `harness_event_types`, declared on the host registry."""
         try:
-            self.hooks.register_tools(plugin, PluginContext(name, services, inject))
+            types = tuple(self.hooks.event_types(loaded.plugin))
+            if not all(isinstance(t, EventType) for t in types):
+                raise TypeError("harness_event_types must return a sequence of EventType")
+            for event_type in types:
+                self._event_types.declare(event_type)
+        except Exception as exc:
+            raise _Rejection(
+                f"registration failed: {type(exc).__name__}: {exc}",
+                "fix the plugin's harness_event_types declarations",
+            ) from exc
+        loaded.event_types = types
+
+    def _register_tools(self, name: str, loaded: _Loaded) -> None:
+        """Phase 3: the payload models its event types name, then its tools."""
+        for event_type in loaded.event_types:
+            try:
+                event_type.payload  # noqa: B018  # imports a `module:Class` reference
+            except Exception as exc:
+                raise _Rejection(
+                    f"event type {event_type.name!r}: its payload {event_type.where} cannot be "
+                    f"imported: {type(exc).__name__}: {exc}",
+                    "fix the payload reference in the plugin's harness_event_types",
+                ) from exc
+        assert self._tools is not None
+        loaded.tools = ProviderTools(self._tools, provider=name)
+        services = self._services(name, loaded.tools)
+        try:
+            self.hooks.register_tools(loaded.plugin, PluginContext(name, services, loaded.inject))
         except ConfigError as exc:
             raise _Rejection(
                 f"invalid configuration: {exc}",
@@ -284,6 +391,7 @@ class PluginHost:
                 f"harness_register_tools raised {type(exc).__name__}: {exc}",
                 "fix the plugin's tool registration (see the traceback with HARNESS_DEBUG=1)",
             ) from exc
+        self.records[name].tools = list(loaded.tools.names)
 
     def _services(self, name: str, tools: ProviderTools) -> dict[str, object]:
         try:
@@ -296,12 +404,6 @@ class PluginHost:
             "logger": logging.getLogger(f"harness.plugins.{name}"),
         }
 
-    def _declare_event_types(self, types: Sequence[EventType]) -> None:
-        if not all(isinstance(t, EventType) for t in types):
-            raise TypeError("harness_event_types must return a sequence of EventType")
-        for event_type in types:
-            self.event_types.declare(event_type)
-
     # -- unloading and reloading -----------------------------------------------------------
 
     def unload(self, name: str) -> None:
@@ -309,8 +411,7 @@ class PluginHost:
         loaded = self._loaded.pop(name, None)
         if loaded is None:
             raise KeyError(f"no loaded plugin named {name!r}")
-        loaded.tools.dispose_all()
-        self.pm.unregister(loaded.plugin)
+        self._undo(loaded.plugin, loaded)
         self.records.pop(name, None)
 
     def reload(self, name: str) -> PluginRecord:

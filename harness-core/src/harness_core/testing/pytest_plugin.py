@@ -4,7 +4,7 @@
         register_plugin(my_plugin_module)
         assert "my_tool" in plugin_host.tools.names()
 
-`plugin_host` is a fresh host with the built-ins but no entry-point autoload;
+`plugin_host` is a fresh host with the built-ins loaded but no entry-point autoload;
 `fake_distribution` installs a throwaway distribution (real metadata on sys.path) so the real
 entry-point loader discovers it; `register_plugin` loads a plugin for one test only;
 `openai_server` is a scripted OpenAI-compatible server on loopback for model tests.
@@ -29,11 +29,19 @@ RegisterPlugin = Callable[..., "PluginRecord"]
 
 @pytest.fixture
 def plugin_host(tmp_path: Path) -> PluginHost:
-    """A fresh plugin host: built-ins registered, no entry points loaded, empty config."""
+    """A fresh plugin host: built-ins loaded, no entry points loaded, empty config.
+
+    Every loading phase has run, as in a command that writes a session, so a plugin added
+    to it declares its event types and registers its tools at once (and fails at once).
+    """
+    from harness_core import builtins
     from harness_core.config import Config
     from harness_core.plugins import PluginHost
 
-    return PluginHost(Config({}, env={}))
+    host = PluginHost(Config({}, env={}))
+    builtins.add_to(host)
+    host.finish_loading()
+    return host
 
 
 @pytest.fixture
