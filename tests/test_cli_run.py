@@ -5,10 +5,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import resource
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from harness_core.testing.openai_server import OpenAIServer, Reply, reply
 from test_cli_support import (
     HARNESS,
     bash_call,
@@ -263,11 +268,63 @@ def test_a_config_error_is_one_line(harness_home: Path) -> None:
     assert str(harness_home / "config.toml") in one_error_line(run_cli("run", "hi"))
 
 
-def test_an_invalid_max_steps_is_one_line(tmp_path: Path) -> None:
-    """HARNESS_MAX_STEPS must be a positive integer."""
+def test_an_invalid_max_steps_is_one_line_before_any_session(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """HARNESS_MAX_STEPS must be a positive integer; a bad one leaves no session behind."""
     model = write_script(tmp_path / "s.json", [{"text": "x"}])
-    result = run_cli("run", "--model", model, "x", env={"HARNESS_MAX_STEPS": "0"})
-    assert "max_steps (or HARNESS_MAX_STEPS)" in one_error_line(result)
+    for value in ("0", "abc"):
+        result = run_cli("run", "--model", model, "x", env={"HARNESS_MAX_STEPS": value})
+        assert "max_steps (or HARNESS_MAX_STEPS)" in one_error_line(result)
+    assert session_ids(harness_home) == []
+
+
+def _run_bytes(
+    args: list[bytes], stdin: bytes = b"", cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`harness ARGS` with raw bytes for the arguments and stdin, as a shell passes them."""
+    return subprocess.run(
+        [HARNESS.encode(), *args],
+        env=child_env(),
+        input=stdin,
+        cwd=cwd,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_prompt_that_is_not_utf8_is_refused_before_any_session(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """Invalid UTF-8 as the argument or on stdin: one line naming the byte, no session made."""
+    model = write_script(tmp_path / "s.json", [{"text": "x"}]).encode()
+    by_arg = _run_bytes([b"run", b"--model", model, b"caf\xe9"])
+    by_stdin = _run_bytes([b"run", b"--model", model, b"-"], stdin=b"ab\xff\xfecd")
+    assert by_arg.stderr.decode() == (
+        "harness: error: the prompt is not valid UTF-8 (byte 0xe9 at character 3); "
+        "convert it first, e.g. iconv -f latin1 -t utf-8\n"
+    )
+    assert b"(byte 0xff at character 2)" in by_stdin.stderr
+    assert by_arg.returncode == by_stdin.returncode == 1
+    assert by_stdin.stderr.count(b"\n") == 1
+    assert session_ids(harness_home) == []
+
+
+def test_a_working_directory_that_is_not_utf8_is_refused_before_any_session(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """A cwd whose name is not UTF-8: one clear line, and no (0-byte) session file."""
+    model = write_script(tmp_path / "s.json", [{"text": "x"}]).encode()
+    odd = tmp_path / os.fsdecode(b"dir-\xff")
+    odd.mkdir()
+    result = _run_bytes([b"run", b"--model", model, b"hi"], cwd=odd)
+    assert result.returncode == 1
+    assert result.stderr.decode().startswith(
+        "harness: error: the working directory's name is not valid UTF-8 (byte 0xff at "
+    )
+    assert result.stderr.count(b"\n") == 1
+    assert session_ids(harness_home) == []
 
 
 def test_an_empty_prompt_is_refused(tmp_path: Path) -> None:
@@ -349,3 +406,105 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _limit_file_size(limit: int) -> Callable[[], None]:
+    """A preexec_fn: files may not grow past `limit` bytes, as on a full disk (EFBIG)."""
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing us
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_full_disk_mid_turn_says_the_answer_was_not_saved_and_the_next_run_repairs(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """The answer cannot be appended: one line names the turn; the next run closes it."""
+    model = write_script(tmp_path / "s.json", [{"text": "first"}])
+    assert run_cli("run", "--model", model, "one").returncode == 0
+    (session,) = session_ids(harness_home)
+    path = harness_home / "sessions" / f"{session}.jsonl"
+    committed = path.read_bytes()
+    # Room for turn/start and the prompt, not for the long answer nor for a turn/end.
+    model = write_script(tmp_path / "s.json", [{"text": "lost " * 2000}])
+    result = subprocess.run(
+        [HARNESS, "run", "--model", model, "--session", session, "two"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=_limit_file_size(len(committed) + 200),
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        "harness: error: turn 2 was not saved: the session log refused a write (File too "
+        "large); anything shown above for this turn is not on the log. Free some space; the "
+        f"next `harness run --session {session}` closes the turn as an error and continues\n"
+    )
+    assert path.read_bytes().startswith(committed)
+    model = write_script(tmp_path / "s.json", [{"text": "third"}])
+    assert run_cli("run", "--model", model, "--session", session, "three").returncode == 0
+    ends = [e["data"] for e in read_events(harness_home, session) if e["type"] == "turn/end"]
+    assert [e["status"] for e in ends] == ["completed", "error", "completed"]
+
+
+_NOT_UTF8_CHUNK = (
+    b'{"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"caf\xe9"},"finish_reason":null}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("served", "says"),
+    [
+        (
+            reply("half \ud800 a surrogate"),
+            "sent text that is not valid Unicode (a lone surrogate U+D800)",
+        ),
+        (Reply(chunks=(_NOT_UTF8_CHUNK,)), "the provider sent a response that is not valid UTF-8"),
+    ],
+    ids=["lone-surrogate", "not-utf8"],
+)
+def test_model_text_the_log_cannot_store_ends_the_turn_as_a_model_error(
+    openai_server: OpenAIServer, harness_home: Path, served: Reply, says: str
+) -> None:
+    """A streamed lone surrogate or a non-UTF-8 body: one error line, the session id printed."""
+    openai_server.expect(served)
+    result = run_cli(
+        "run",
+        "--model",
+        "openai:m",
+        "--base-url",
+        openai_server.base_url,
+        "hi",
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
+    (session,) = session_ids(harness_home)
+    assert result.returncode == 1
+    assert says in one_error_line(result)
+    assert f"session {session}" in result.stdout
+    (end,) = [e for e in read_events(harness_home, session) if e["type"] == "turn/end"]
+    assert end["data"]["status"] == "error" and says in end["data"]["error"]
+
+
+@pytest.mark.parametrize("field", ["text", "arguments"])
+def test_a_scripted_lone_surrogate_ends_the_turn_as_a_model_error(
+    tmp_path: Path, harness_home: Path, field: str
+) -> None:
+    """A script whose text or tool arguments hold a lone surrogate: a model error, not a crash."""
+    step = (
+        {"text": "bad \ud800 text"}
+        if field == "text"
+        else {"tool_calls": [{"name": "bash", "arguments": '{"command": "echo \ud800"}'}]}
+    )
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"steps": [step]}), encoding="utf-8")  # ASCII: \ud800 escaped
+    result = run_cli("run", "--model", f"scripted:{path}", "hi")
+    (session,) = session_ids(harness_home)
+    assert result.returncode == 1
+    assert "the turn ended with error: model " in one_error_line(result)
+    assert "internal error" not in result.stderr
+    assert f"session {session}" in result.stdout

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands
     from ..loop import Agent
     from ..models import DeltaSink, Model
 
-__all__ = ["EXIT_CANCELLED", "EXIT_ERROR", "App", "CliError", "dispatch"]
+__all__ = ["EXIT_CANCELLED", "EXIT_ERROR", "App", "CliError", "dispatch", "utf8_text"]
 
 EXIT_ERROR: Final = 1
 EXIT_CANCELLED: Final = 130  # the shell convention for "stopped by SIGINT"
@@ -133,6 +133,23 @@ def _debug_traceback() -> None:
         traceback.print_exc(file=sys.stderr)
 
 
+def utf8_text(text: str, what: str, fix: str) -> str:
+    """`text` if it can be stored as UTF-8, else a CliError naming the first bad character.
+
+    Undecodable bytes of a command-line argument, stdin or a file name reach Python as lone
+    surrogates (surrogateescape); the log, which is UTF-8 JSON, cannot hold them.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        bad = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        raise CliError(
+            f"{what} is not valid UTF-8 ({bad} at character {exc.start}); {fix}"
+        ) from None
+    return text
+
+
 class _StderrLines(logging.Handler):
     """Log records as `harness: warning: ...`, one line each, on the current sys.stderr.
 
@@ -225,10 +242,24 @@ class App:
         return value
 
     def writer(self, session_id: str | None) -> SessionLog:
-        """The session to write: an existing one (locked), or a new one for this cwd."""
+        """The session to write: an existing one (locked), or a new one for this cwd.
+
+        Every setting the turns need is checked first: a bad one must not leave a session.
+        """
+        self.max_steps()
         if session_id is not None:
             return self.store.open(session_id)
-        return self.store.create(system_prompt=self.system_prompt(), cwd=os.getcwd())
+        # The log stores text as UTF-8; a name Python decoded with surrogateescape cannot be
+        # stored, and the bash tool would run in a different directory if it were mangled.
+        cwd = utf8_text(
+            os.getcwd(),
+            "the working directory's name",
+            "run harness from a directory whose path is valid UTF-8",
+        )
+        system_prompt = self.system_prompt()
+        if system_prompt is not None:
+            utf8_text(system_prompt, "system_prompt (or HARNESS_SYSTEM_PROMPT)", "fix it")
+        return self.store.create(system_prompt=system_prompt, cwd=cwd)
 
     def reader(self, session_id: str) -> SessionLog:
         """A session opened for reading: no lock, so it works while a writer runs."""

@@ -12,7 +12,7 @@ from typing import Final
 from ..log import SessionLog
 from ..loop import TurnOutcome
 from ..models import Model
-from ._app import EXIT_CANCELLED, App, CliError
+from ._app import EXIT_CANCELLED, App, CliError, utf8_text
 from ._strip import PlanStrip
 from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
 
@@ -80,10 +80,19 @@ def resume_command(log: SessionLog) -> str:
 
 
 def _prompt(raw: str) -> str:
-    prompt = sys.stdin.read() if raw == "-" else raw
+    """The prompt argument, or stdin for `-`; refused unless it is non-empty UTF-8 text.
+
+    Invalid UTF-8 is an error rather than replaced: the model must get what the user wrote,
+    and the error comes before any session exists (docs/log.md, "Text and encodings").
+    """
+    # stdin as bytes, decoded here: the locale's decoding could raise instead of reporting.
+    prompt = sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if raw == "-" else raw
     if not prompt.strip():
         raise CliError("the prompt is empty: pass the text to send, or - to read it from stdin")
-    return prompt
+    return utf8_text(prompt, "the prompt", _RECODE)
+
+
+_RECODE: Final = "convert it first, e.g. iconv -f latin1 -t utf-8"
 
 
 # -- chat ------------------------------------------------------------------------------------
@@ -134,7 +143,7 @@ def _prompts(interactive: bool) -> Iterator[str]:
         if line.strip() in EXIT_WORDS:
             return
         if line.strip():
-            yield line
+            yield utf8_text(line, "the prompt", _RECODE)
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from ..log import Event, SessionLog
+from ..log import Event, LogWriteError, SessionLog
 from ..loop import Agent, TurnOutcome
 from ..models import Model
 from ._app import CliError
@@ -108,6 +108,9 @@ class TurnDriver:
         with self._signals_cancel():
             try:
                 outcome = self.portal.start_task_soon(self.agent.run_turn, prompt).result()
+            except LogWriteError as exc:
+                outcome = TurnOutcome("error", error=str(exc))
+                raise CliError(self._not_saved(exc)) from exc
             finally:
                 finished = outcome or TurnOutcome("cancelled", error="cancelled")
                 self.view.turn_finished(finished, report=report)
@@ -118,6 +121,19 @@ class TurnDriver:
                 128 + self.stopped_by,
             )
         return finished
+
+    def _not_saved(self, exc: LogWriteError) -> str:
+        """A full disk (or a failing one) mid-turn: say plainly what is lost and what is not."""
+        session = self.agent.session
+        started = session.latest(("turn/start",))
+        turn = started.turn if started is not None else "?"
+        reason = exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else None
+        return (
+            f"turn {turn} was not saved: the session log refused a write "
+            f"({reason or exc}); anything shown above for this turn is not on the log. "
+            f"Free some space; the next `harness run --session {session.session_id}` "
+            "closes the turn as an error and continues"
+        )
 
     @contextmanager
     def _signals_cancel(self) -> Iterator[None]:

@@ -269,8 +269,13 @@ class SessionLog:
             checker.validate(event)
         try:
             written = os.write(fd, line)
-            if written != len(line):
-                raise OSError(f"short write: {written} of {len(line)} bytes")
+            while written < len(line):
+                # A short write (the disk filled up mid-line): write the rest, which either
+                # completes the line or fails with the reason (ENOSPC, EFBIG), as libc does.
+                more = os.write(fd, line[written:])
+                if not more:
+                    raise OSError(f"short write: {written} of {len(line)} bytes")
+                written += more
         except OSError as exc:
             # Never leave a partial line for the next append to glue onto.
             os.ftruncate(fd, self._size)

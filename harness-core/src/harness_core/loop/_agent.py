@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import anyio.lowlevel
@@ -180,7 +180,7 @@ class Agent:
                     response = await self.model.respond(
                         self.session.projection.request_messages(),
                         self.tools.schemas(),
-                        self.on_delta,
+                        self._deltas if self.on_delta is not None else None,
                     )
                     self._append_assistant(response)
                     if not response.tool_calls:
@@ -263,39 +263,64 @@ class Agent:
 
     def _close_after_failure(self, exc: BaseException) -> None:
         """A log write failure or a bug: record it if the log still takes writes."""
-        if self.turn is None:
+        turn = self.turn  # _close_turn forgets it even when it fails
+        if turn is None:
             return
         try:
             self._close_turn("error", error=f"{type(exc).__name__}: {exc}")
         except Exception:
-            # The original exception is what the caller must see; this one only explains why
-            # the turn stays open (the next run_turn repairs it).
-            logger.exception("could not close turn %s after %r", self.turn, exc)
+            # The original exception is what the caller must see and report; this only
+            # explains why the turn stays open (the next run_turn repairs it).
+            logger.debug("could not close turn %s after %r", turn, exc, exc_info=True)
 
     def _append_assistant(self, response: ModelResponse) -> None:
         ids = [call.id for call in response.tool_calls]
         if len(set(ids)) != len(ids):
             # Results are matched to calls by id: a repeated id cannot be answered correctly.
             raise ModelError(f"model {self.model.name} sent tool calls with repeated ids {ids}")
-        self.append(
-            "message/assistant",
-            AssistantMessage(
-                text=response.text,
-                tool_calls=tuple(
-                    ToolCall(id=c.id, name=c.name, arguments=c.arguments)
-                    for c in response.tool_calls
-                ),
-                reasoning_content=response.reasoning_content,
-                model=response.model or self.model.name,
-                usage=Usage(**response.usage) if response.usage else None,
-            ),
-        )
+        try:
+            self.append("message/assistant", self._assistant_message(response))
+        except ValueError as exc:
+            # Text the log cannot store (a lone surrogate from a script or a provider's broken
+            # escape): refused before anything was written, so it ends the turn as a model
+            # error instead of crashing it.
+            reason = str(exc).splitlines()[0]
+            raise ModelError(
+                f"model {self.model.name} sent a response the log cannot store: {reason}"
+            ) from None
         # Durable before any tool with effects outside the log runs, so that after a crash
         # the log knows which calls were made. A response that runs none (a text answer, or
         # only log-only tools such as todo_write) is committed with what follows it, at the
         # next step boundary: a crash loses the call and its effect together.
         if any(self._reaches_outside(call.name) for call in response.tool_calls):
             self.session.commit()
+
+    def _assistant_message(self, response: ModelResponse) -> AssistantMessage:
+        return AssistantMessage(
+            text=response.text,
+            tool_calls=tuple(
+                ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in response.tool_calls
+            ),
+            reasoning_content=response.reasoning_content,
+            model=response.model or self.model.name,
+            usage=Usage(**response.usage) if response.usage else None,
+        )
+
+    def _deltas(self, kind: Literal["text", "reasoning"], chunk: str) -> None:
+        """Pass streamed text to the host, refusing what the log could never store.
+
+        Checked before the host prints it: a terminal cannot print a lone surrogate either.
+        """
+        assert self.on_delta is not None  # passed to the model only when a host listens
+        try:
+            chunk.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(chunk[exc.start])
+            raise ModelError(
+                f"model {self.model.name} sent {kind} that is not valid Unicode "
+                f"(a lone surrogate U+{code:04X}); the response was not stored"
+            ) from None
+        self.on_delta(kind, chunk)
 
     def _reaches_outside(self, name: str) -> bool:
         tool = self.tools.get(name)

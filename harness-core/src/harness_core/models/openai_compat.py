@@ -145,6 +145,12 @@ class OpenAICompatModel:
                 delay = self.retry.delay(attempt)
             except (openai.OpenAIError, json.JSONDecodeError) as exc:  # e.g. a malformed chunk
                 raise ModelError(f"{self.name}: {_one_line(str(exc))}") from exc
+            except UnicodeDecodeError as exc:  # the SDK decodes the body as UTF-8, strictly
+                raise ModelError(
+                    f"{self.name}: the provider sent a response that is not valid UTF-8 "
+                    f"({exc.reason} at byte {exc.start} of a stream line); check the base URL "
+                    "points at an OpenAI-compatible endpoint"
+                ) from exc
             logger.info("%s: attempt %d failed, retrying in %.2fs", self.name, attempt, delay)
             await anyio.sleep(delay)
 

@@ -54,7 +54,7 @@ class Reply:
     """One scripted answer: an SSE stream of `chunks` (status 200) or an error `body`."""
 
     status: int = 200
-    chunks: tuple[Chunk, ...] = ()
+    chunks: tuple[Chunk | bytes, ...] = ()  # bytes: a raw event body, for fault tests
     body: Mapping[str, Any] | None = None
     headers: tuple[tuple[str, str], ...] = ()
     delay: float = 0.0  # seconds before each chunk: a slow stream
@@ -337,7 +337,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.owner._record_disconnect(index)
                 return
-            self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            # bytes are sent as they are: a fault test's broken event (not JSON, not UTF-8).
+            data = chunk if isinstance(chunk, bytes) else json.dumps(chunk).encode()
+            self._write_chunk(b"data: " + data + b"\n\n")
         if scripted.cut_after == len(scripted.chunks):
             self._cut()
             return
