@@ -136,17 +136,19 @@ def test_listeners_see_each_event_after_it_is_written(log_store: SessionStore) -
 def test_a_listener_changing_its_event_changes_nothing_the_log_holds(
     log_store: SessionStore,
 ) -> None:
-    """An observer that edits the event it got alters neither the log's events nor its folds."""
+    """An observer that edits its event alters neither the log's events, its folds, nor others'."""
 
     def vandal(event: Event) -> None:
         event.data["text"] = "changed by an observer"
 
+    seen: list[Event] = []
     with log_store.create() as log:
-        log.listeners.append(vandal)
+        log.listeners += [vandal, seen.append]
         log.append("turn/start", {}, turn=1)
         log.append("message/user", UserMessage(text="the prompt"), turn=1)
         assert log.events[-1].data["text"] == "the prompt"
         assert log.projection.messages == [{"role": "user", "content": "the prompt"}]
+    assert seen[-1].data == {"text": "the prompt"}  # the next observer got its own copy
 
 
 def test_read_only_log_refuses_appends(log_store: SessionStore) -> None:

@@ -286,12 +286,11 @@ class SessionLog:
         events.append(event)
         self.projection.apply(event)
         if self.listeners:
-            # Observers get a copy parsed back from the line just written (one for all of
-            # them): whatever they do to its data never reaches the events the log's folds
-            # and its readers see. Only an observed append pays for the parse.
-            seen = Event(seq, type, ts, orjson.loads(line)["data"], turn)
+            # Each observer gets its own copy, parsed back from the line just written:
+            # whatever it does to the data reaches neither the events the log's folds and its
+            # readers see nor another observer. Only an observed append pays for the parse.
             for listener in tuple(self.listeners):
-                listener(seen)
+                listener(Event(seq, type, ts, orjson.loads(line)["data"], turn))
         return event
 
     def _payload_json(self, type: str, payload: BaseModel | dict[str, Any]) -> dict[str, Any]:
