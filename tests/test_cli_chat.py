@@ -39,7 +39,7 @@ def test_piped_chat_runs_one_turn_a_line_on_one_session(tmp_path: Path, harness_
         "› one",
         "Plan · 0/1 done",
         "  ▶ Answer",
-        "✓ todo_write",
+        "✓ todo_write  Plan 0/1 done · now: Answer",
         "First answer.",
         "› two",
         "Second answer.",

@@ -1,4 +1,5 @@
-"""The read-only commands: `sessions`, `show`, `events`, `todos`; none needs the writer lock."""
+"""The read-only commands: `sessions`, `show`, `events`, and the todo plugin's `todos`;
+none needs the writer lock."""
 
 from __future__ import annotations
 
@@ -186,7 +187,7 @@ def test_show_prints_the_transcript(shared: str) -> None:
         "  ▶ Read the code",
         "  ☐ Write a test",
         "  ☐ Ship",
-        "✓ todo_write",
+        "✓ todo_write  Plan 0/3 done · now: Read the code",
         "    Updated todo list: 2 pending, 1 in progress, 0 completed.",
         "✓ $ printf 'one\\ntwo\\n'  exit 0",
         "    one",
@@ -347,11 +348,11 @@ def test_todos_of_a_session_without_a_plan(tmp_path: Path, harness_home: Path) -
     assert json.loads(run_cli("todos", session, "--history", "--json").stdout) == []
 
 
-def test_todos_without_the_todo_plugin_is_a_clear_error(shared: str) -> None:
-    """harness-tool-todo not importable: one line saying which distribution to install."""
+def test_todos_of_a_plugin_that_fails_to_import_names_it(shared: str) -> None:
+    """harness-tool-todo broken: one line naming the distribution that adds the command."""
     code = (
         "import sys\n"
-        "sys.modules['harness_tool_todo'] = None  # as if the distribution were not installed\n"
+        "sys.modules['harness_tool_todo'] = None  # the module cannot be imported\n"
         "from harness_core.cli import main\n"
         f"sys.exit(main(['todos', {shared!r}]))\n"
     )
@@ -360,6 +361,25 @@ def test_todos_without_the_todo_plugin_is_a_clear_error(shared: str) -> None:
     )
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1].startswith(
-        "harness: error: `harness todos` needs the harness-tool-todo plugin"
+        "harness: error: `harness todos` comes from harness-tool-todo (plugin todo), "
+        "which is rejected: import failed"
     )
-    assert "pip install harness-tool-todo" in result.stderr
+
+
+def test_with_the_todo_plugin_disabled_the_core_commands_still_work(shared: str) -> None:
+    """HARNESS_DISABLE_PLUGINS=todo: help, show and events work on a session with a plan,
+    and `todos` says in one line where the command comes from."""
+    env = {"HARNESS_DISABLE_PLUGINS": "todo"}
+    assert run_cli("--help", env=env).returncode == 0
+    show = run_cli("show", shared, env=env)
+    assert show.returncode == 0, show.stderr
+    assert "Plan · " not in show.stdout  # nobody pins a plan strip
+    assert "✓ todo_write" in show.stdout  # the call and its result are still in the history
+    events = run_cli("events", shared, env=env)
+    assert events.returncode == 0 and '"type":"todo/write"' in events.stdout
+    todos = run_cli("todos", shared, env=env)
+    assert todos.returncode == 1
+    assert todos.stderr.strip() == (
+        "harness: error: `harness todos` comes from harness-tool-todo (plugin todo), "
+        "which is disabled: listed in HARNESS_DISABLE_PLUGINS"
+    )

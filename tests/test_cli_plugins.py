@@ -22,6 +22,7 @@ RECORD_KEYS = {
     "hooks",
     "tools",
     "load_ms",
+    "commands",
 }
 
 
@@ -51,6 +52,8 @@ def test_json_lists_the_builtins_and_the_todo_plugin() -> None:
         "loaded",
     )
     assert todo["tools"] == ["todo_write"]
+    assert todo["commands"] == ["todos"]
+    assert found["builtins"]["commands"] == []
     assert "harness_register_tools" in todo["hooks"]  # type: ignore[operator]
 
 

@@ -45,7 +45,7 @@ def test_run_prints_text_tool_lines_and_the_plan(tmp_path: Path, harness_home: P
         "Plan · 0/2 done",
         "  ▶ Look",
         "  ☐ Fix",
-        "✓ todo_write",
+        "✓ todo_write  Plan 0/2 done · now: Look",
         "✓ $ echo hello  exit 0",
         "All done.",
         f"session {session} · continue it: harness run --session {session} PROMPT",
@@ -347,7 +347,7 @@ def test_a_subagents_calls_are_nested_and_its_plan_stays_its_own(
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[:5] == [
         "› delegate",
-        "  │ ✓ todo_write",
+        "  │ ✓ todo_write  Plan 0/1 done · now: Child task",
         "  │ ✓ $ echo child  exit 0",
         "✓ subagent: look around",
         "parent answer",

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from harness_core import __version__
-from harness_core.cli._render import strip_renderable
-from harness_core.cli._strip import MARKS, Todo
+from harness_core.cli._render import strip_text
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT
-from rich.console import Console
+from harness_tool_todo._hosts import strip_lines
+from harness_tool_todo._render import MARKS
+from harness_tool_todo.projections import Todo
+from rich.console import Console, Group
 from test_cli_support import read_events, run_cli, session_ids, todo_call, write_script
 
 TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -130,12 +132,12 @@ OUTPUT = [
     "Plan · 0/2 done",
     "  ▶ Say hi",
     "  ☐ Wrap up",
-    "✓ todo_write",
+    "✓ todo_write  Plan 0/2 done · now: Say hi",
     "✓ $ echo hi  exit 0",
     "Plan · 1/2 done",
     "  ☑ Say hi",
     "  ▶ Wrap up",
-    "✓ todo_write",
+    "✓ todo_write  Plan 1/2 done · now: Wrap up",
     "Bye.",
 ]
 
@@ -174,7 +176,7 @@ def test_the_rendered_strip_is_pinned() -> None:
     """The strip on a colour terminal: bold header, green check, bold yellow active task."""
     console = Console(record=True, width=60, force_terminal=True, color_system="standard")
     todos = (Todo("Say hi", "completed"), Todo("Wrap up", "in_progress"), Todo("Ship", "pending"))
-    console.print(strip_renderable(todos))
+    console.print(Group(*(strip_text(line) for line in strip_lines(todos))))
     assert console.export_text(styles=True) == (
         "\x1b[1mPlan · 1/3 done\x1b[0m\n"
         "  \x1b[32m☑\x1b[0m \x1b[2mSay hi\x1b[0m\n"
@@ -190,7 +192,7 @@ def test_the_collapsed_strip_is_pinned() -> None:
         Todo(f"Step {n}", "completed" if n < 6 else "in_progress" if n == 6 else "pending")
         for n in range(10)
     )
-    console.print(strip_renderable(todos))
+    console.print(Group(*(strip_text(line) for line in strip_lines(todos))))
     assert console.export_text() == (
         "Plan · 6/10 done\n"
         "  ⋯ 3 more above\n"

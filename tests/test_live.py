@@ -26,7 +26,7 @@ from harness_core.loop import DEFAULT_SYSTEM_PROMPT, Agent
 from harness_core.models._presets import PRESETS, build_model
 from harness_core.models.openai_compat import OpenAICompatModel
 from harness_core.plugins import PluginHost
-from harness_tool_todo._render import MARKS, fold
+from harness_tool_todo._render import MARKS, shown
 from test_cli_support import read_events, run_cli, session_ids
 
 pytestmark = pytest.mark.live
@@ -124,5 +124,5 @@ def test_live_default_prompt_plans_a_natural_task(live_spec: str, tmp_path: Path
     done = sum(item["status"] == "completed" for item in plan)
     lines = result.stdout.splitlines()
     assert f"Plan · {done}/{len(plan)} done" in lines, result.stdout
-    rows = {f"  {MARKS[item['status']]} {fold(item['content'])}" for item in plan}
+    rows = {f"  {MARKS[item['status']]} {shown(item['content'])}" for item in plan}
     assert rows & set(lines), result.stdout

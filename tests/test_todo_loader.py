@@ -42,7 +42,13 @@ def test_loads_through_the_entry_point(harness_home: Path) -> None:
         "harness_tool_todo",
     )
     assert record.reason is None
-    assert record.hooks == ["harness_event_types", "harness_register_tools"]
+    assert record.hooks == [
+        "harness_cli_commands",
+        "harness_event_types",
+        "harness_register_tools",
+        "harness_snapshot_fields",
+        "harness_terminal_strip",
+    ]
     assert record.tools == ["todo_write"]
     assert host.tools.provider("todo_write") == "todo"
     declared = host.event_types.get("todo/write")

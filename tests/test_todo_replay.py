@@ -20,9 +20,9 @@ from harness_core.log import SessionLog, SessionStore, derive_messages
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
-from harness_tool_todo import TodoItem
 from harness_tool_todo.projections import (
     Plan,
+    Todo,
     current_todos,
     plan_history,
     read_current,
@@ -50,8 +50,8 @@ def todo_step(*items: tuple[str, str]) -> dict[str, Any]:
     return {"tool_calls": [{"name": "todo_write", "arguments": {"todos": todos}}]}
 
 
-def todos(*items: tuple[str, str]) -> tuple[TodoItem, ...]:
-    return tuple(TodoItem.model_validate({"content": c, "status": s}) for c, s in items)
+def todos(*items: tuple[str, str]) -> tuple[Todo, ...]:
+    return tuple(Todo(c, s) for c, s in items)  # type: ignore[arg-type]
 
 
 async def turn(host: PluginHost, log: SessionLog, *steps: dict[str, Any]) -> None:

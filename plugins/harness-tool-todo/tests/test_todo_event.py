@@ -8,7 +8,7 @@ from harness_core.loop import Agent
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
 from harness_tool_todo import EVENT_TYPE, TodoItem, TodoWriteArgs, TodoWritePayload, TodoWriteTool
-from harness_tool_todo.projections import current_todos
+from harness_tool_todo.projections import Todo, current_todos
 from todo_helpers import Call, todo_events
 
 ITEMS = [
@@ -57,7 +57,7 @@ async def test_logged_event_is_a_snapshot(agent: Agent, todo_host: PluginHost) -
     result.data["counts"]["pending"] = 99
     assert event.data == PLAN
     assert agent.session.path.read_bytes() == on_disk
-    assert current_todos(agent.session.events) == tuple(TodoItem.model_validate(t) for t in ITEMS)
+    assert current_todos(agent.session.events) == tuple(Todo(**t) for t in ITEMS)
 
 
 async def test_last_write_wins(agent: Agent, call: Call) -> None:
@@ -65,7 +65,7 @@ async def test_last_write_wins(agent: Agent, call: Call) -> None:
     await call(PLAN, agent)
     await call({"todos": [{"content": "Only this", "status": "pending"}]}, agent)
     assert len(todo_events(agent.session)) == 2
-    assert current_todos(agent.session.events) == (TodoItem(content="Only this", status="pending"),)
+    assert current_todos(agent.session.events) == (Todo("Only this", "pending"),)
 
 
 async def test_event_never_reaches_the_model_history(

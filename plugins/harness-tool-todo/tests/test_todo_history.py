@@ -6,16 +6,15 @@ from harness_core.log import Event
 from harness_core.loop import Agent
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
-from harness_tool_todo import TodoItem
-from harness_tool_todo.projections import Change, diff, plan_history
+from harness_tool_todo.projections import Change, Todo, diff, plan_history
 from todo_helpers import open_turn, raw
 
 
-def todos(*pairs: tuple[str, str]) -> tuple[TodoItem, ...]:
-    return tuple(TodoItem.model_validate({"content": c, "status": s}) for c, s in pairs)
+def todos(*pairs: tuple[str, str]) -> tuple[Todo, ...]:
+    return tuple(Todo(c, s) for c, s in pairs)  # type: ignore[arg-type]
 
 
-def described(old: tuple[TodoItem, ...], new: tuple[TodoItem, ...]) -> list[str]:
+def described(old: tuple[Todo, ...], new: tuple[Todo, ...]) -> list[str]:
     return [change.describe() for change in diff(old, new)]
 
 

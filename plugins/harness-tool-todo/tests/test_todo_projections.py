@@ -8,9 +8,9 @@ from harness_core.log import Event
 from harness_core.loop import Agent
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
-from harness_tool_todo import TodoItem
 from harness_tool_todo.projections import (
     Plan,
+    Todo,
     current_todos,
     read_current,
     read_plan,
@@ -19,14 +19,14 @@ from harness_tool_todo.projections import (
 )
 from todo_helpers import open_turn, raw
 
-A = TodoItem(content="Read the code", status="completed")
-B = TodoItem(content="Fix the bug", status="in_progress")
-C = TodoItem(content="Run the tests", status="pending")
+A = Todo("Read the code", "completed")
+B = Todo("Fix the bug", "in_progress")
+C = Todo("Run the tests", "pending")
 
 
-async def write(host: PluginHost, agent: Agent, *todos: TodoItem) -> int:
+async def write(host: PluginHost, agent: Agent, *todos: Todo) -> int:
     """Write `todos` through the real call path; the seq of the appended event."""
-    arguments = raw({"todos": [t.model_dump() for t in todos]})
+    arguments = raw({"todos": [t.export() for t in todos]})
     result = await host.tools.execute("todo_write", arguments, ExecContext(agent=agent))
     assert not result.is_error, result.text
     return agent.session.events[-1].seq
@@ -94,8 +94,8 @@ def test_fold_tolerates_malformed_and_newer_items() -> None:
         "note": "an unknown top-level key",
     }
     assert todos_of(event(data)) == (
-        TodoItem(content="ok", status="pending"),
-        TodoItem(content="from a newer writer", status="completed"),
+        Todo("ok", "pending"),
+        Todo("from a newer writer", "completed"),
     )
     assert todos_of(event({"todos": "garbage"})) == ()
     assert todos_of(event({})) == ()

@@ -16,7 +16,8 @@ from harness_tool_todo import (
     render_checklist,
     render_markdown,
 )
-from harness_tool_todo.projections import current_todos
+from harness_tool_todo._render import plan_line
+from harness_tool_todo.projections import Todo, current_todos
 from todo_helpers import Call, NewAgent, raw, todo_events
 
 INVALID_ARGS = "Error: invalid arguments for todo_write: "
@@ -142,7 +143,7 @@ async def test_whole_list_replace(todo_host: PluginHost, agent: Agent) -> None:
     await execute(todo_host, {"todos": [item("a", "completed"), item("b", "in_progress")]}, agent)
     result = await execute(todo_host, {"todos": [item("c")]}, agent)
     assert result.text == "Updated todo list: 1 pending, 0 in progress, 0 completed."
-    assert current_todos(agent.session.events) == (TodoItem(content="c", status="pending"),)
+    assert current_todos(agent.session.events) == (Todo("c", "pending"),)
     assert len(todo_events(agent.session)) == 2
 
 
@@ -355,6 +356,16 @@ async def test_present_result_of_an_error_is_nothing(todo_host: PluginHost, agen
     """A rejected write renders nothing extra: its error text says it all."""
     error = await execute(todo_host, {"todos": [item("")]}, agent)
     assert tool_of(todo_host).present_result(error) is None
+
+
+def test_renderings_never_print_terminal_escapes() -> None:
+    """A task name carrying ESC/OSC sequences or NUL reaches no terminal raw (issue 13, 6)."""
+    hostile = "\x1b]0;pwned\x07Fix \x1b[31mit\x00"
+    todos = [TodoItem(content=hostile, status="in_progress")]
+    assert plan_line(todos) == "Plan 0/1 done · now: Fix it"
+    assert render_checklist(todos) == "▶ Fix it"
+    assert render_markdown(todos) == "- [ ] **Fix it**"
+    assert todos[0].content == hostile  # the item keeps what the model wrote
 
 
 def test_renderings_fold_each_task_onto_one_line() -> None:

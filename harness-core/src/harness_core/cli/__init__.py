@@ -14,9 +14,16 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `harness` command and return its exit status."""
-    from ._parser import build_parser
+    from ._parser import CORE_COMMANDS, build_parser, command_word, declared_commands
 
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    word = command_word(argv)
+    if word is not None and word not in CORE_COMMANDS:
+        from ._commands import run_plugin_command  # loads the plugins: only now
+
+        return run_plugin_command(argv, word)
+    # Help (or no command at all) lists what plugins declare, without importing them.
+    parser = build_parser(declared=declared_commands() if word is None else ())
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors end inside argparse

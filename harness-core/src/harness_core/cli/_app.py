@@ -15,13 +15,15 @@ import os
 import sys
 import traceback
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TextIO
 
 from .. import builtins
 from ..config import Config, ConfigError
+from ..hosts import CommandError, one_line
 from ..log import (
+    Event,
     EventSink,
     NotASession,
     SessionLocked,
@@ -31,13 +33,21 @@ from ..log import (
     default_home,
 )
 from ..plugins import PluginHost, PluginLoadError
-from ._present import one_line
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
     from ..loop import Agent
     from ..models import DeltaSink, Model
 
-__all__ = ["EXIT_CANCELLED", "EXIT_ERROR", "App", "CliError", "dispatch", "utf8_text"]
+__all__ = [
+    "EXIT_CANCELLED",
+    "EXIT_ERROR",
+    "App",
+    "CliError",
+    "dispatch",
+    "guarded",
+    "install_log_handler",
+    "utf8_text",
+]
 
 EXIT_ERROR: Final = 1
 EXIT_CANCELLED: Final = 130  # the shell convention for "stopped by SIGINT"
@@ -50,7 +60,6 @@ COMMANDS: Final = {
     "demo": ("_demo", "demo"),
     "sessions": ("_inspect", "sessions"),
     "show": ("_inspect", "show"),
-    "todos": ("_inspect", "todos"),
     "events": ("_inspect", "events"),
     "plugins": ("_plugins", "plugins"),
 }
@@ -73,6 +82,7 @@ class CliError(Exception):
 # errors join them in `_expected`, which imports the models only when something failed.
 _EXPECTED: Final = (
     CliError,
+    CommandError,
     ConfigError,
     NotASession,
     PluginLoadError,
@@ -90,13 +100,18 @@ def _expected(exc: Exception) -> bool:
 
 
 def dispatch(args: Namespace) -> int:
-    """Run the parsed command; every failure becomes `harness: error: ...` and a status."""
-    _install_log_handler(quiet_plugins=args.command == "plugins")
+    """Run the parsed core command; every failure becomes `harness: error: ...` and a status."""
+    install_log_handler(quiet_plugins=args.command == "plugins")
     module_name, function = COMMANDS[args.command]
     module = importlib.import_module(f"{__package__}.{module_name}")
     command: Callable[[Namespace], int] = getattr(module, function)
+    return guarded(lambda: command(args))
+
+
+def guarded(command: Callable[[], int]) -> int:
+    """Run `command` inside the error boundary every command shares."""
     try:
-        return command(args)
+        return command()
     except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_CANCELLED
@@ -110,7 +125,7 @@ def dispatch(args: Namespace) -> int:
         _debug_traceback()
         if _expected(exc):
             _error(_describe(exc))
-            return exc.status if isinstance(exc, CliError) else EXIT_ERROR
+            return exc.status if isinstance(exc, CliError | CommandError) else EXIT_ERROR
         _error(f"internal error: {type(exc).__name__}: {exc} (HARNESS_DEBUG=1 shows the traceback)")
         return EXIT_ERROR
 
@@ -167,7 +182,7 @@ class _StderrLines(logging.Handler):
             self.handleError(record)
 
 
-def _install_log_handler(*, quiet_plugins: bool) -> None:
+def install_log_handler(*, quiet_plugins: bool) -> None:
     logger = logging.getLogger("harness")
     if not any(isinstance(h, _StderrLines) for h in logger.handlers):
         logger.addHandler(_StderrLines())
@@ -180,7 +195,10 @@ def _install_log_handler(*, quiet_plugins: bool) -> None:
 
 
 class App:
-    """HARNESS_HOME, its config, the plugin host and the session store of one invocation."""
+    """HARNESS_HOME, its config, the plugin host and the session store of one invocation.
+
+    It is also what a plugin's command gets as its `CommandContext`.
+    """
 
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else default_home()
@@ -193,6 +211,18 @@ class App:
         self.store = SessionStore(
             self.home, self.host.event_types, on_append=self.host.hooks.event_appended
         )
+
+    # -- CommandContext --------------------------------------------------------------------
+
+    @property
+    def stdout(self) -> TextIO:
+        return sys.stdout
+
+    def session_path(self, session_id: str) -> Path:
+        return self.store.path(session_id)
+
+    def read_events(self, session_id: str) -> Sequence[Event]:
+        return self.reader(session_id).events
 
     # -- the model -------------------------------------------------------------------------
 

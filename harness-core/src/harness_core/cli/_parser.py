@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
 from .._version import __version__
 
-__all__ = ["build_parser"]
+if TYPE_CHECKING:
+    from ..hosts import Command
+
+__all__ = ["CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
+
+CORE_COMMANDS: Final = frozenset({"run", "chat", "demo", "sessions", "show", "events", "plugins"})
 
 DESCRIPTION: Final = """\
 An agent harness: a model works through tools in a session whose every step is an event in
@@ -22,10 +28,35 @@ environment:
   HARNESS_DISABLE_PLUGINS comma-separated plugins not to load; HARNESS_LOAD_PLUGINS loads only these
   HARNESS_STRICT_PLUGINS  1: a rejected plugin is an error instead of a warning
 
+Installed plugins add commands of their own: `harness plugins` lists them.
+
 model SPEC: scripted:PATH (a JSON script; no key, no network), openai:MODEL, deepseek:MODEL"""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def declared_commands() -> list[tuple[str, str]]:
+    """(command, distribution) that installed plugins declare in their metadata.
+
+    `harness --help` lists them without importing any plugin (entry-point group
+    `harness.commands`); the commands themselves come from `harness_cli_commands`.
+    """
+    import importlib.metadata as md
+
+    declared = {
+        (ep.name, ep.dist.metadata["Name"] if ep.dist is not None else "a plugin")
+        for ep in md.entry_points(group="harness.commands")
+    }
+    return sorted(d for d in declared if d[0] not in CORE_COMMANDS)
+
+
+def build_parser(
+    plugin_commands: Sequence[Command] = (), declared: Sequence[tuple[str, str]] = ()
+) -> argparse.ArgumentParser:
+    """The grammar of the core commands, and of the commands plugins add (or declare)."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description=DESCRIPTION,
@@ -63,13 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="the message history the model would be sent next"
     )
 
-    todos = commands.add_parser("todos", help="a session's todo list", description=TODOS)
-    todos.add_argument("id", metavar="ID")
-    todos.add_argument("--history", action="store_true", help="every revision and what changed")
-    output = todos.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help='{"todos": [...], "standing": bool}')
-    output.add_argument("--markdown", action="store_true", help="a Markdown checklist")
-
     events = commands.add_parser("events", help="a session's events as JSON Lines")
     events.add_argument("id", metavar="ID")
 
@@ -77,6 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
         "plugins", help="every discovered plugin: loaded, disabled or rejected, and why"
     )
     plugins.add_argument("--json", action="store_true", help="a JSON array of plugin records")
+    for command in plugin_commands:
+        added = commands.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if command.configure is not None:
+            command.configure(added)
+    for name, dist in declared:
+        commands.add_parser(name, help=f"added by {dist} (harness {name} --help)")
     return parser
 
 
@@ -101,8 +136,3 @@ DEMO: Final = """\
 Run the embedded scripted session: the model plans with todo_write, runs a few harmless bash
 commands, updates the plan as it goes and finishes. It needs no key and no network. The
 session is saved under a temporary HARNESS_HOME unless HARNESS_HOME is set."""
-
-TODOS: Final = """\
-The session's current todo list. It is *standing* (shown in the plan strip) when no turn has
-started since it was written. --history lists every revision and what changed, including
-tasks dropped while unfinished."""

@@ -1,26 +1,28 @@
 """Output without a terminal: plain lines (pipes, logs, `harness show`) and JSON Lines (`--json`).
 
 Plain lines carry no control codes at all: model text is cleaned, and nothing is redrawn, so
-the plan appears as a block each time the model writes it.
+a pinned strip (the todo plugin's plan) appears as a block each time it changes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TextIO
 
 import orjson
 
+from ..hosts import Change, Conversation, TerminalStrip, ToolRow, clean, one_line
+from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog
 from ..loop import TurnOutcome
 from ..tools import ToolRegistry
-from ._present import call_label, clean, one_line, result_suffix
-from ._strip import PlanStrip, Todo, plain_strip
+from ._pinned import Pinned
 
 __all__ = [
     "JsonLinesView",
     "LineBuffer",
     "PlainView",
-    "PlanWrites",
+    "Sessions",
     "outcome_line",
     "prompt_lines",
     "text_lines",
@@ -29,6 +31,33 @@ __all__ = [
 
 RESULT_LINES: Final = 12  # tool output lines a transcript shows per call
 NEST: Final = "  │ "  # prefix for a subagent's lines
+RESUMED: Final = "standing, from the last turn"  # a resumed session's pinned strip says so
+
+StripFactory = Callable[[], Sequence[TerminalStrip]]
+
+
+class Sessions:
+    """The conversation projection of each session a view shows (the driven one, subagents)."""
+
+    __slots__ = ("_by_session", "main")
+
+    def __init__(self) -> None:
+        self.main: SessionLog | None = None
+        self._by_session: dict[int, Conversation] = {}
+
+    def apply(self, session: SessionLog, event: Event) -> tuple[Change, bool]:
+        """What `event` changed in its session's conversation, and whether it is nested."""
+        conversation = self._by_session.setdefault(id(session), Conversation())
+        return conversation.apply(event), self.main is not None and session is not self.main
+
+    def running(self) -> list[tuple[ToolRow, bool]]:
+        """Every call still waiting for its result, and whether it is a subagent's."""
+        main = id(self.main)
+        return [
+            (row, key != main)
+            for key, conversation in self._by_session.items()
+            for row in conversation.running
+        ]
 
 
 class LineBuffer:
@@ -73,26 +102,32 @@ def prompt_lines(text: str) -> list[str]:
 class PlainView:
     """One line per thing that happened, written as it happens."""
 
-    def __init__(self, tools: ToolRegistry, out: TextIO, *, transcript: bool = False) -> None:
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        out: TextIO,
+        strips: StripFactory,
+        *,
+        transcript: bool = False,
+    ) -> None:
         self._tools = tools
         self._out = out
         self._transcript = transcript  # `harness show`: headers, turn marks, tool output
-        self._main: SessionLog | None = None
-        self._strip = PlanStrip()
+        self._sessions = Sessions()
+        self._pinned = Pinned(strips)
         self._text = LineBuffer()
         self._streamed = False
-        self._labels: dict[str, str] = {}
-        self._plan_writes = PlanWrites()
 
     # -- TurnView --------------------------------------------------------------------------
 
-    def bind(self, session: SessionLog) -> None:
-        self._main = session
+    def bind(self, session: SessionLog, *, replay: bool = True) -> None:
+        self._sessions.main = session
+        self._pinned.bind(session.events if replay else ())
 
-    def standing_plan(self, todos: tuple[Todo, ...]) -> None:
-        if todos:
-            lines = plain_strip(todos)
-            self._write([f"{lines[0]} (standing, from the last turn)", *lines[1:]])
+    def resumed(self) -> None:
+        lines = self._pinned.plain()
+        if lines:
+            self._write([f"{lines[0]} ({RESUMED})", *lines[1:]])
 
     def turn_started(self) -> None:
         self._streamed = False
@@ -112,69 +147,55 @@ class PlainView:
         self._write(text.split("\n"))
 
     def on_event(self, session: SessionLog, event: Event) -> None:
-        nested = self._main is not None and session is not self._main
-        if event.type == "todo/write":
-            self._plan_writes.wrote(session)
-        if event.type == "tool/result":
-            self._result(event, nested, plan=self._plan_writes.take(session))
-            return
-        handler = _HANDLERS.get(event.type)
+        change, nested = self._sessions.apply(session, event)
+        handler = _HANDLERS.get(change.kind)
         if handler is not None:
-            handler(self, event, nested)
+            handler(self, change, nested)
+        # A strip that changed is printed as a block; a new turn clearing it prints nothing.
+        if not nested and self._pinned.apply(event) and event.type != "turn/start":
+            self._write(self._pinned.plain())
 
-    # -- events ----------------------------------------------------------------------------
+    # -- changes ---------------------------------------------------------------------------
 
-    def _session_start(self, event: Event, nested: bool) -> None:
+    def _session_start(self, change: Change, nested: bool) -> None:
         if not self._transcript or nested:
             return
-        data = event.data
+        data = change.event.data
         parts = [f"session {data.get('id')}", f"created {data.get('created')}"]
         if data.get("cwd"):
             parts.append(f"cwd {data['cwd']}")
         if data.get("parent_session"):
             parts.append(f"subagent of {data['parent_session']}")
-        self._write([" · ".join(parts)])
+        self._write([one_line(" · ".join(parts), width=2000)])
 
-    def _turn_start(self, event: Event, nested: bool) -> None:
-        if nested:
+    def _turn_start(self, change: Change, nested: bool) -> None:
+        if self._transcript and not nested:
+            self._write(["", f"── turn {change.event.turn} ──"])
+
+    def _user(self, change: Change, nested: bool) -> None:
+        if not nested and change.entry is not None:
+            self._write(prompt_lines(change.entry.text))
+
+    def _assistant(self, change: Change, nested: bool) -> None:
+        if nested or change.entry is None:
             return
-        self._strip.apply(event)
-        if self._transcript:
-            self._write(["", f"── turn {event.turn} ──"])
+        streamed = self._streamed and not self._transcript
+        self._write(self._text.flush() if streamed else text_lines(change.entry.text))
+        self._streamed = False
 
-    def _user(self, event: Event, nested: bool) -> None:
-        if nested:
-            return
-        self._write(prompt_lines(str(event.data.get("text", ""))))
-
-    def _assistant(self, event: Event, nested: bool) -> None:
-        data = event.data
-        if not nested:
-            streamed = self._streamed and not self._transcript
-            self._write(self._text.flush() if streamed else text_lines(str(data.get("text") or "")))
-            self._streamed = False
-        for call in data.get("tool_calls") or ():
-            if isinstance(call, dict):
-                label = call_label(self._tools, str(call.get("name")), str(call.get("arguments")))
-                self._labels[str(call.get("id"))] = label
-
-    def _result(self, event: Event, nested: bool, *, plan: bool) -> None:
-        data = event.data
-        label = self._labels.pop(str(data.get("call_id")), str(data.get("tool_name")))
-        line = tool_line(self._tools, label, data, plan=plan)
+    def _result(self, change: Change, nested: bool) -> None:
+        row = change.row
+        assert row is not None
+        label = call_label(self._tools, row.name, row.arguments)
+        line = tool_line(self._tools, label, change.event.data)
         self._write([NEST + line if nested else line])
         if self._transcript and not nested:
-            self._write(_result_text(data))
+            self._write(_result_text(change.event.data))
 
-    def _todo(self, event: Event, nested: bool) -> None:
-        if nested:
-            return
-        self._strip.apply(event)
-        self._write(plain_strip(self._strip.todos) or ["Plan · (empty)"])
-
-    def _turn_end(self, event: Event, nested: bool) -> None:
+    def _turn_end(self, change: Change, nested: bool) -> None:
         if not self._transcript or nested:
             return
+        event = change.event
         status = event.data.get("status")
         error = event.data.get("error")
         detail = f": {one_line(str(error))}" if error and status != "cancelled" else ""
@@ -186,38 +207,11 @@ class PlainView:
         self._out.flush()
 
 
-def tool_line(tools: ToolRegistry, label: str, data: dict[str, Any], *, plan: bool) -> str:
-    """`✓ $ ls  exit 0` or `✗ todo_write  Error: ...`.
-
-    `plan`: the call wrote the todo list, which the plan strip presents, so the tool's own
-    rendering of its result (a checklist) would only say it twice.
-    """
+def tool_line(tools: ToolRegistry, label: str, data: dict[str, Any]) -> str:
+    """`✓ $ ls  exit 0` or `✗ todo_write  Error: ...`: the tool's own call and result lines."""
     mark = "✗" if data.get("is_error") else "✓"
-    suffix = None if plan else result_suffix(tools, str(data.get("tool_name")), data)
+    suffix = result_suffix(tools, str(data.get("tool_name")), data)
     return f"{mark} {label}" + (f"  {suffix}" if suffix else "")
-
-
-class PlanWrites:
-    """Which sessions just had their plan written: the next result there is the writer's.
-
-    A plan-writing tool is exclusive (it runs alone), so its `todo/write` is followed by its
-    own `tool/result` before any other call of that session reports.
-    """
-
-    __slots__ = ("_sessions",)
-
-    def __init__(self) -> None:
-        self._sessions: set[int] = set()
-
-    def wrote(self, session: SessionLog) -> None:
-        self._sessions.add(id(session))
-
-    def take(self, session: SessionLog) -> bool:
-        """Whether the result now arriving on `session` belongs to a plan write."""
-        if id(session) in self._sessions:
-            self._sessions.discard(id(session))
-            return True
-        return False
 
 
 def _result_text(data: dict[str, Any]) -> list[str]:
@@ -230,13 +224,13 @@ def _result_text(data: dict[str, Any]) -> list[str]:
     return shown
 
 
-_HANDLERS: Final = {
-    "session/start": PlainView._session_start,
-    "turn/start": PlainView._turn_start,
-    "message/user": PlainView._user,
-    "message/assistant": PlainView._assistant,
-    "todo/write": PlainView._todo,
-    "turn/end": PlainView._turn_end,
+_HANDLERS: Final[dict[str, Callable[[PlainView, Change, bool], None]]] = {
+    "session": PlainView._session_start,
+    "turn_started": PlainView._turn_start,
+    "user": PlainView._user,
+    "assistant": PlainView._assistant,
+    "row_finished": PlainView._result,
+    "turn_ended": PlainView._turn_end,
 }
 
 
@@ -247,10 +241,10 @@ class JsonLinesView:
         self._out = out
         self._main: SessionLog | None = None
 
-    def bind(self, session: SessionLog) -> None:
+    def bind(self, session: SessionLog, *, replay: bool = True) -> None:
         self._main = session
 
-    def standing_plan(self, todos: tuple[Todo, ...]) -> None:
+    def resumed(self) -> None:
         pass
 
     def turn_started(self) -> None:

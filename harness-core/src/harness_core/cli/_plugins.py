@@ -11,9 +11,9 @@ import json
 import sys
 from argparse import Namespace
 
+from ..hosts import one_line
 from ..plugins import PluginRecord
 from ._app import App
-from ._present import one_line
 
 __all__ = ["plugins"]
 
@@ -21,22 +21,30 @@ __all__ = ["plugins"]
 def plugins(args: Namespace) -> int:
     app = App()
     records = app.host.finish_loading()  # every phase, so a failing tool registration shows
+    commands: dict[str, list[str]] = {}
+    for plugin, command in app.host.hooks.cli_commands():
+        commands.setdefault(plugin, []).append(command.name)
     if args.json:
-        payload = [dataclasses.asdict(record) for record in records]
+        payload = [
+            {**dataclasses.asdict(record), "commands": commands.get(record.name, [])}
+            for record in records
+        ]
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     for record in records:
-        print("\n".join(_describe(record)))
+        print("\n".join(_describe(record, commands.get(record.name, []))))
     return 0
 
 
-def _describe(record: PluginRecord) -> list[str]:
+def _describe(record: PluginRecord, commands: list[str]) -> list[str]:
     dist = f"{record.dist} {record.version}".strip()
     head = f"{record.name} ({dist}, entry point {record.entry_point}): {record.status}"
     if record.status == "loaded":
         lines = [f"{head} in {record.load_ms:.1f} ms"]
         lines.append(f"  tools: {', '.join(record.tools) or '(none)'}")
         lines.append(f"  hooks: {', '.join(record.hooks) or '(none)'}")
+        if commands:
+            lines.append(f"  commands: {', '.join(commands)}")
         return lines
     lines = [head, f"  reason: {one_line(record.reason or '', width=2000)}"]
     if record.fix:

@@ -1,92 +1,84 @@
-"""The live terminal display: streamed text, one line per tool call, and the plan strip.
+"""The live terminal display: streamed text, one line per tool call, and pinned strips.
 
 A rich `Live` region sits at the bottom of the output while a turn runs. It holds what is
-still changing: the assistant's unfinished line, the calls that are running, and the plan
-strip. Everything final (complete lines, ✓/✗ call lines) is printed above it and scrolls
-away normally. The strip is folded from `todo/write` and `turn/start` events of the session
-being driven (ARCHITECTURE §6): a new turn clears it until the model writes again.
+still changing: the assistant's unfinished line, the calls that are running, and the strips
+plugins pin (the todo plugin's plan). Everything final (complete lines, ✓/✗ call lines) is
+printed above it and scrolls away normally. Strips are folded from the events of the session
+being driven.
 
 Model text is wrapped in `Text` objects, never parsed as markup, so `[bold]` in an answer is
-shown as written; `Text` also drops control codes.
+shown as written, and every line has passed the hosts' sanitizer first.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Literal
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
+from ..hosts import Change, StripLine, ToolRow, clean
+from ..hosts._present import call_label
 from ..log import Event, SessionLog
 from ..loop import TurnOutcome
 from ..tools import ToolRegistry
+from ._pinned import Pinned
 from ._plain import (
     NEST,
+    RESUMED,
     LineBuffer,
-    PlanWrites,
+    Sessions,
+    StripFactory,
     outcome_line,
     prompt_lines,
     text_lines,
     tool_line,
 )
-from ._present import call_label
-from ._strip import PlanStrip, Row, Todo, strip_header, strip_rows
 
-__all__ = ["LiveView", "strip_renderable"]
-
-ROW_STYLES: Final = {
-    "completed": ("green", "dim"),
-    "in_progress": ("bold yellow", "bold yellow"),
-    "pending": ("", ""),
-    None: ("dim", "dim"),
-}
+__all__ = ["LiveView", "strip_text"]
 
 
-def strip_renderable(todos: tuple[Todo, ...], *, note: str = "") -> RenderableType:
-    """The strip: a header with the count, then one row a task (collapsed when long)."""
-    header = Text(strip_header(todos), style="bold")
-    if note:
-        header.append(f"  {note}", style="dim")
-    return Group(header, *(_row(row) for row in strip_rows(todos)))
-
-
-def _row(row: Row) -> Text:
-    mark_style, text_style = ROW_STYLES[row.status]
-    line = Text("  ")
-    line.append(row.mark, style=mark_style)
-    line.append(" ")
-    line.append(row.text, style=text_style)
-    return line
+def strip_text(line: StripLine) -> Text:
+    """One pinned line as rich `Text`: each run sanitized, never parsed as markup."""
+    text = Text()
+    for part in line:
+        text.append(clean(part.text), style=part.style)
+    return text
 
 
 class LiveView:
     """Renders a session's turns on a terminal."""
 
     def __init__(
-        self, tools: ToolRegistry, *, echo_prompt: bool, console: Console | None = None
+        self,
+        tools: ToolRegistry,
+        strips: StripFactory,
+        *,
+        echo_prompt: bool,
+        console: Console | None = None,
     ) -> None:
         self._tools = tools
         self._echo = echo_prompt
         self.console = console or Console(highlight=False)
-        self._main: SessionLog | None = None
+        self._sessions = Sessions()
+        self._pinned = Pinned(strips)
         self._live: Live | None = None
-        self._strip = PlanStrip()
         self._text = LineBuffer()
         self._reasoning = LineBuffer()
         self._streamed = False
-        # call id -> (label, nested): the calls still waiting for their result
-        self._running: dict[str, tuple[str, bool]] = {}
-        self._plan_writes = PlanWrites()
 
     # -- TurnView --------------------------------------------------------------------------
 
-    def bind(self, session: SessionLog) -> None:
-        self._main = session
+    def bind(self, session: SessionLog, *, replay: bool = True) -> None:
+        self._sessions.main = session
+        self._pinned.bind(session.events if replay else ())
 
-    def standing_plan(self, todos: tuple[Todo, ...]) -> None:
-        if todos:
-            self.console.print(strip_renderable(todos, note="standing, from the last turn"))
+    def resumed(self) -> None:
+        lines = [strip_text(line) for line in self._pinned.lines()]
+        if lines:
+            lines[0].append(f"  {RESUMED}", style="dim")
+            self.console.print(Group(*lines))
             self.console.print()
 
     def turn_started(self) -> None:
@@ -112,24 +104,20 @@ class LiveView:
         self._refresh()
 
     def on_event(self, session: SessionLog, event: Event) -> None:
-        nested = self._main is not None and session is not self._main
-        kind = event.type
-        if kind == "todo/write":
-            self._plan_writes.wrote(session)
-        if kind in ("turn/start", "todo/write") and not nested:
-            self._strip.apply(event)
-        elif kind == "message/user" and not nested and self._echo:
-            self._print_lines(prompt_lines(str(event.data.get("text", ""))), style="bold")
-        elif kind == "message/assistant":
-            self._assistant(event, nested)
-        elif kind == "tool/result":
-            self._result(event, nested, plan=self._plan_writes.take(session))
+        change, nested = self._sessions.apply(session, event)
+        if not nested:
+            self._pinned.apply(event)
+        if change.kind == "user" and not nested and self._echo and change.entry is not None:
+            self._print_lines(prompt_lines(change.entry.text), style="bold")
+        elif change.kind == "assistant" and not nested:
+            self._assistant(change)
+        elif change.kind == "row_finished":
+            self._result(change, nested)
         self._refresh()
 
     def turn_finished(self, outcome: TurnOutcome, *, report: bool) -> None:
         self._print_lines(self._reasoning.flush(), style="dim italic")
         self._print_lines(self._text.flush())
-        self._running.clear()
         if self._live is not None:
             self._live.update(self._region(), refresh=True)
             self._live.stop()
@@ -142,28 +130,22 @@ class LiveView:
         # soft_wrap: a long command stays one line when copied, however the terminal wraps it.
         self.console.print(Text(text, style="dim"), soft_wrap=True)
 
-    # -- events ----------------------------------------------------------------------------
+    # -- changes ---------------------------------------------------------------------------
 
-    def _assistant(self, event: Event, nested: bool) -> None:
-        data = event.data
-        if not nested:
-            self._print_lines(self._reasoning.flush(), style="dim italic")
-            if self._streamed:
-                self._print_lines(self._text.flush())
-            else:
-                self._print_lines(text_lines(str(data.get("text") or "")))
-            self._streamed = False
-        for call in data.get("tool_calls") or ():
-            if isinstance(call, dict):
-                label = call_label(self._tools, str(call.get("name")), str(call.get("arguments")))
-                self._running[str(call.get("id"))] = (label, nested)
+    def _assistant(self, change: Change) -> None:
+        assert change.entry is not None
+        self._print_lines(self._reasoning.flush(), style="dim italic")
+        if self._streamed:
+            self._print_lines(self._text.flush())
+        else:
+            self._print_lines(text_lines(change.entry.text))
+        self._streamed = False
 
-    def _result(self, event: Event, nested: bool, *, plan: bool) -> None:
-        data = event.data
-        label, _ = self._running.pop(str(data.get("call_id")), (str(data.get("tool_name")), nested))
-        line = tool_line(self._tools, label, data, plan=plan)
+    def _result(self, change: Change, nested: bool) -> None:
+        assert change.row is not None
+        line = tool_line(self._tools, self._label(change.row), change.event.data)
         text = Text(NEST if nested else "")
-        text.append(line[0], style="red" if data.get("is_error") else "green")
+        text.append(line[0], style="red" if change.row.state == "error" else "green")
         text.append(line[1:])
         self._print(text)
 
@@ -176,14 +158,18 @@ class LiveView:
         if self._text.partial.strip():
             parts.append(Text(self._text.partial))
         parts += [
-            Text(f"{NEST if nested else ''}⋯ {label}", style="dim")
-            for label, nested in self._running.values()
+            Text(f"{NEST if nested else ''}⋯ {self._label(row)}", style="dim")
+            for row, nested in self._sessions.running()
         ]
-        if self._strip.todos:
+        pinned = self._pinned.lines()
+        if pinned:
             if parts:
                 parts.append(Text(""))
-            parts.append(strip_renderable(self._strip.todos))
+            parts += [strip_text(line) for line in pinned]
         return Group(*parts)
+
+    def _label(self, row: ToolRow) -> str:
+        return call_label(self._tools, row.name, row.arguments)
 
     def _refresh(self) -> None:
         if self._live is not None:

@@ -13,7 +13,6 @@ from ..log import SessionLog
 from ..loop import TurnOutcome
 from ..models import Model
 from ._app import EXIT_CANCELLED, App, CliError, utf8_text
-from ._strip import PlanStrip
 from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
 
 __all__ = ["chat", "run", "run_session"]
@@ -46,7 +45,7 @@ def run_session(
     """Run `prompts` as consecutive turns on `log`, rendered by `view` (run and demo)."""
     view.bind(log)
     if resumed:
-        view.standing_plan(PlanStrip.replay(log.events).todos)
+        view.resumed()
     else:
         # session/start was appended (by SessionStore.create) before the view was watching.
         view.on_event(log, log.events[0])
@@ -110,7 +109,7 @@ def chat(args: Namespace) -> int:
         view = choose_view(app, json_lines=False, echo_prompt=not interactive)
         view.bind(log)
         if args.session is not None:
-            view.standing_plan(PlanStrip.replay(log.events).todos)
+            view.resumed()
         if interactive:
             view.note(f"session {log.session_id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
         driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)

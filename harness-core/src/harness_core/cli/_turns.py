@@ -25,7 +25,6 @@ from ..log import Event, LogWriteError, SessionLog
 from ..loop import Agent, TurnOutcome
 from ..models import Model
 from ._app import CliError
-from ._strip import Todo
 
 if TYPE_CHECKING:
     from ._app import App
@@ -38,11 +37,15 @@ _CANCELLING: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 class TurnView(Protocol):
     """What a command shows while turns run: live (TTY), plain lines, or JSON Lines."""
 
-    def bind(self, session: SessionLog) -> None:
-        """The session the user drives; events of other sessions (subagents) are nested."""
+    def bind(self, session: SessionLog, *, replay: bool = True) -> None:
+        """The session the user drives; events of other sessions (subagents) are nested.
 
-    def standing_plan(self, todos: tuple[Todo, ...]) -> None:
-        """Show the plan a resumed session still stands on, before the new turn starts."""
+        Pinned strips catch up with the session's events so far, unless `replay` is False
+        (a transcript that feeds every event itself).
+        """
+
+    def resumed(self) -> None:
+        """Show what a resumed session's strips pin, before the new turn starts."""
 
     def turn_started(self) -> None: ...
 
@@ -66,10 +69,10 @@ def choose_view(app: App, *, json_lines: bool, echo_prompt: bool) -> TurnView:
     if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
         from ._render import LiveView
 
-        return LiveView(app.host.tools, echo_prompt=echo_prompt)
+        return LiveView(app.host.tools, app.host.hooks.terminal_strips, echo_prompt=echo_prompt)
     from ._plain import PlainView
 
-    return PlainView(app.host.tools, sys.stdout)
+    return PlainView(app.host.tools, sys.stdout, app.host.hooks.terminal_strips)
 
 
 @contextmanager

@@ -1,25 +1,36 @@
-"""A typed facade over `pm.hook`: core code calls these methods, never `pm.hook.*` untyped."""
+"""A typed facade over `pm.hook`: core code calls these methods, never `pm.hook.*` untyped.
+
+Implementations are called with the arguments they ask for (pluggy's `argnames`), so a hook
+that takes a subset of its spec's arguments works as pluggy promises. Hooks whose callers
+isolate plugins from each other (observers, registrations, host contributions) call one
+implementation at a time: a plugin that raises is reported with its name and skipped, and the
+others still run. Such hooks cannot honour wrappers, so `check_wrappers` rejects them at load.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pluggy
 
 if TYPE_CHECKING:
+    from ..hosts import Command, DockEntry, SnapshotFields, TerminalStrip
     from ..log import Event, EventType, SessionLog
     from ..models import Model
     from ._context import PluginContext
 
-__all__ = ["Hooks", "ObserverError"]
+__all__ = ["WRAPPABLE", "Hooks", "ObserverError", "check_wrappers"]
 
 logger = logging.getLogger("harness.plugins")
 
+# Hooks called through pluggy's own caller, where wrapper implementations run as pluggy says.
+WRAPPABLE: Final = frozenset({"harness_model"})
+
 
 class ObserverError:
-    """An observer hook that raised: which plugin, which hook, what."""
+    """A hook implementation that raised where the host isolates plugins: who, where, what."""
 
     __slots__ = ("error", "hook", "plugin")
 
@@ -31,6 +42,22 @@ class ObserverError:
     def __str__(self) -> str:
         kind = type(self.error).__name__
         return f"plugin {self.plugin!r} raised in {self.hook}: {kind}: {self.error}"
+
+
+def check_wrappers(pm: pluggy.PluginManager, plugin: object) -> str | None:
+    """The name of a hook `plugin` wraps although it cannot be wrapped, or None."""
+    for caller in pm.get_hookcallers(plugin) or ():
+        if caller.name in WRAPPABLE:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper):
+                return caller.name
+    return None
+
+
+def _call(impl: pluggy.HookImpl, kwargs: dict[str, Any]) -> Any:
+    """Call one implementation with the spec arguments it names, as pluggy would."""
+    return impl.function(*[kwargs[name] for name in impl.argnames])
 
 
 class Hooks:
@@ -54,18 +81,54 @@ class Hooks:
         """Call `plugin`'s own harness_register_tools (each plugin gets its own context)."""
         for impl in self._pm.hook.harness_register_tools.get_hookimpls():
             if impl.plugin is plugin:
-                impl.function(ctx=ctx)
+                _call(impl, {"ctx": ctx})
 
     def event_appended(self, session: SessionLog, event: Event) -> None:
         """Tell every observer; one that raises is reported and skipped, the rest still run."""
-        for impl in reversed(self._pm.hook.harness_event_appended.get_hookimpls()):
-            try:
-                impl.function(session=session, event=event)
-            except Exception as exc:
-                error = ObserverError(impl.plugin_name, "harness_event_appended", exc)
-                logger.warning("%s", error)
-                self._on_observer_error(error)
+        kwargs = {"session": session, "event": event}
+        for _ in self._isolated("harness_event_appended", kwargs):
+            pass
 
     def model(self, spec: str, options: dict[str, Any]) -> Model | None:
         result: Model | None = self._pm.hook.harness_model(spec=spec, options=options)
         return result
+
+    # -- host extension points -------------------------------------------------------------
+
+    def cli_commands(self) -> list[tuple[str, Command]]:
+        """(plugin, command) for every command a plugin adds, in plugin load order."""
+        return [
+            (name, command)
+            for name, result in self._isolated("harness_cli_commands", {})
+            for command in result or ()
+        ]
+
+    def terminal_strips(self) -> list[TerminalStrip]:
+        """A fresh strip fold from each plugin that contributes one."""
+        return [strip for _, strip in self._isolated("harness_terminal_strip", {}) if strip]
+
+    def snapshot_fields(self) -> list[tuple[str, SnapshotFields]]:
+        """(plugin, fresh fold) for each plugin that contributes snapshot fields."""
+        return [(n, fold) for n, fold in self._isolated("harness_snapshot_fields", {}) if fold]
+
+    def web_dock(self) -> list[tuple[str, DockEntry]]:
+        """(plugin, entry) for every web dock entry, in plugin load order."""
+        return [
+            (name, entry)
+            for name, result in self._isolated("harness_web_dock", {})
+            for entry in result or ()
+        ]
+
+    def _isolated(self, hook: str, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """Each implementation's result in plugin load order; one that raises is reported."""
+        # get_hookimpls() lists in registration order (pluggy calls it backwards): hosts show
+        # contributions in the order plugins loaded, as `harness plugins` lists them.
+        for impl in getattr(self._pm.hook, hook).get_hookimpls():
+            try:
+                result = _call(impl, kwargs)
+            except Exception as exc:
+                error = ObserverError(impl.plugin_name, hook, exc)
+                logger.warning("%s", error)
+                self._on_observer_error(error)
+                continue
+            yield impl.plugin_name, result

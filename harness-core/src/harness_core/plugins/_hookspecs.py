@@ -1,6 +1,9 @@
 """Hook specifications: everything a plugin can do to harness.
 
-Each spec has a docstring and a mode (broadcast, firstresult or historic, set on its marker);
+Implementations are called the way pluggy promises: each takes any subset of its spec's
+arguments, by name. Each spec has a docstring and a mode (broadcast, firstresult or historic,
+set on its marker); only `harness_model` runs wrapper implementations (`wrapper=True`), the
+others are called one plugin at a time and reject wrappers at load time.
 `scripts/gen_hook_catalog.py` builds docs/hook-catalog.md from them, and CI fails when the
 catalog is stale.
 """
@@ -13,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 if TYPE_CHECKING:
+    from ..hosts import Command, DockEntry, SnapshotFields, TerminalStrip
     from ..log import Event, EventType, SessionLog
     from ..models import Model
     from ._context import PluginContext
@@ -65,3 +69,52 @@ def harness_model(spec: str, options: dict[str, Any]) -> Model | None:
     the first non-None answer wins. The built-in `scripted:`, `openai:` and `deepseek:`
     providers answer last, so a plugin may override them. `options` carries `base_url`.
     """
+
+
+# -- host extension points -------------------------------------------------------------------
+
+
+@hookspec
+def harness_cli_commands() -> Sequence[Command]:
+    """Add subcommands to the `harness` command line.
+
+    Return `Command(name, help, run, configure)` declarations; `configure(parser)` adds the
+    command's arguments and `run(args, ctx)` runs it and returns the exit status (raise
+    `CommandError` for a one-line failure). A name a core command or an earlier plugin
+    already uses is reported and skipped. Keep the plugin module light and import inside
+    `run`: the CLI asks every plugin for its commands before it knows which one runs.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def harness_terminal_strip() -> TerminalStrip | None:
+    """Contribute a strip pinned under a terminal host's output, or None.
+
+    Called once for each session a terminal view shows; return a fresh fold. The host feeds it
+    that session's events in order (`apply`) and pins its `lines()` under the output while
+    turns run, and prints them once when a resumed session opens. Strips stack in plugin
+    load order. The todo plugin's plan strip is one.
+    """
+
+
+@hookspec
+def harness_snapshot_fields() -> SnapshotFields | None:
+    """Contribute fields to the conversation snapshot hosts ship, or None.
+
+    Called once for each session a host projects; return a fresh fold. The host feeds it every
+    event of the session and merges its `fields()` into the snapshot (the web host's tail
+    page carries them, computed from the whole log). A field name two plugins contribute is
+    reported and the later plugin's value is dropped.
+    """
+
+
+@hookspec
+def harness_web_dock() -> Sequence[DockEntry]:
+    """Contribute web dock entries: JS modules a page mounts in a slot, in `order`.
+
+    `DockEntry(slot, order, package, module)`: the web host serves `module` from the
+    installed `package` and the page mounts it in `slot` (`conversation.input.dock` is the
+    strip above the prompt). An entry whose module is missing is reported and skipped.
+    """
+    raise NotImplementedError

@@ -35,7 +35,7 @@ from ..log import EventType, EventTypeRegistry
 from . import _hookspecs
 from ._context import PluginContext, ProviderTools
 from ._discovery import GROUP, Candidate, discover, select
-from ._facade import Hooks, ObserverError
+from ._facade import WRAPPABLE, Hooks, ObserverError, check_wrappers
 from ._shape import PluginShape, ShapeError, resolve_shape
 
 if TYPE_CHECKING:  # the tools package (and pydantic) loads with the tools phase
@@ -349,6 +349,15 @@ class PluginHost:
                 f"registration failed: {type(exc).__name__}: {exc}",
                 "fix the plugin's hook implementations (docs/hook-catalog.md)",
             ) from exc
+        wrapped = check_wrappers(self.pm, plugin)
+        if wrapped is not None:
+            self.pm.unregister(plugin)
+            raise _Rejection(
+                f"{wrapped} is a wrapper implementation, but the host calls {wrapped} one "
+                "plugin at a time, so a wrapper would have nothing to wrap",
+                f"drop wrapper=True/hookwrapper=True from {wrapped}; only "
+                f"{', '.join(sorted(WRAPPABLE))} runs wrappers",
+            )
 
     def _declare_event_types(self, name: str, loaded: _Loaded) -> None:
         """Phase 2: the plugin's `harness_event_types`, declared on the host registry."""

@@ -1,7 +1,11 @@
 """harness-tool-todo: the `todo_write` tool, whose whole-list state lives on the session log.
 
-A namespace plugin (ARCHITECTURE §4): `name`, `inject` and hook implementations, no `default`.
-Hosts read the list through `harness_tool_todo.projections`, never through plugin memory.
+A namespace plugin: `name`, `inject` and hook implementations, no `default`. It brings its own
+presentation through the host-side hooks: the `harness todos` command, the terminal plan
+strip and the snapshot's `todos` field, all folded from `todo/write` events of the log.
+
+The module stays light (no pydantic at import): the hooks import what they need when called,
+so `harness --help` and the query commands do not pay for the tool's schema machinery.
 
     [plugins.todo]
     allow_parallel_in_progress = false    # or HARNESS_TODO_ALLOW_PARALLEL_IN_PROGRESS
@@ -9,32 +13,59 @@ Hosts read the list through `harness_tool_todo.projections`, never through plugi
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from harness_core.log import EventType
-from harness_core.plugins import PluginContext, hookimpl
-from pydantic import BaseModel, ConfigDict
+from harness_core.plugins import hookimpl
 
-from ._model import STATUSES, Status, TodoItem, TodoWriteArgs, TodoWritePayload, count
-from ._render import render_checklist, render_markdown
-from ._tool import DESCRIPTION, EVENT_TYPE, TodoWriteTool
+if TYPE_CHECKING:
+    from harness_core.hosts import Command, SnapshotFields, TerminalStrip
+    from harness_core.log import EventType
+    from harness_core.plugins import PluginContext
+
+    from ._model import TodoConfig, TodoItem, TodoWriteArgs, TodoWritePayload, count
+    from ._render import render_checklist, render_markdown
+    from ._tool import DESCRIPTION, TodoWriteTool
+    from ._vocabulary import EVENT_TYPE, STATUSES, Status
+    from .projections import Todo
 
 name = "todo"
 inject = ("tools", "config")
+
+_EXPORTS = {
+    "DESCRIPTION": "._tool",
+    "EVENT_TYPE": "._vocabulary",
+    "STATUSES": "._vocabulary",
+    "Status": "._vocabulary",
+    "Todo": ".projections",
+    "TodoConfig": "._model",
+    "TodoItem": "._model",
+    "TodoWriteArgs": "._model",
+    "TodoWritePayload": "._model",
+    "TodoWriteTool": "._tool",
+    "count": "._model",
+    "render_checklist": "._render",
+    "render_markdown": "._render",
+}
 
 __all__ = [
     "DESCRIPTION",
     "EVENT_TYPE",
     "STATUSES",
     "Status",
+    "Todo",
     "TodoConfig",
     "TodoItem",
     "TodoWriteArgs",
     "TodoWritePayload",
     "TodoWriteTool",
     "count",
+    "harness_cli_commands",
     "harness_event_types",
     "harness_register_tools",
+    "harness_snapshot_fields",
+    "harness_terminal_strip",
     "inject",
     "name",
     "render_checklist",
@@ -42,16 +73,22 @@ __all__ = [
 ]
 
 
-class TodoConfig(BaseModel):
-    """The `[plugins.todo]` section."""
-
-    model_config = ConfigDict(extra="forbid")
-    # Off by default: one active task keeps the model's focus and the user's view unambiguous.
-    allow_parallel_in_progress: bool = False
+def __getattr__(attribute: str) -> Any:
+    module = _EXPORTS.get(attribute)
+    if module is None:
+        raise AttributeError(f"module 'harness_tool_todo' has no attribute {attribute!r}")
+    value = getattr(importlib.import_module(module, __name__), attribute)
+    globals()[attribute] = value
+    return value
 
 
 @hookimpl
 def harness_event_types() -> Sequence[EventType]:
+    from harness_core.log import EventType
+
+    from ._model import TodoWritePayload
+    from ._vocabulary import EVENT_TYPE, STATUSES, Status
+
     # Not surface: a todo update never reaches derive_messages, so the model history (and the
     # provider's prompt cache) only ever sees the tool call and its short result.
     return [EventType(EVENT_TYPE, TodoWritePayload, surface=False)]
@@ -59,5 +96,29 @@ def harness_event_types() -> Sequence[EventType]:
 
 @hookimpl
 def harness_register_tools(ctx: PluginContext) -> None:
+    from ._model import TodoConfig
+    from ._tool import TodoWriteTool
+
     config = ctx.config.parse(TodoConfig)
     ctx.tools.register(TodoWriteTool(allow_parallel_in_progress=config.allow_parallel_in_progress))
+
+
+@hookimpl
+def harness_cli_commands() -> Sequence[Command]:
+    from ._command import TODOS
+
+    return [TODOS]
+
+
+@hookimpl
+def harness_terminal_strip() -> TerminalStrip:
+    from ._hosts import PlanStrip
+
+    return PlanStrip()
+
+
+@hookimpl
+def harness_snapshot_fields() -> SnapshotFields:
+    from ._hosts import PlanSnapshot
+
+    return PlanSnapshot()

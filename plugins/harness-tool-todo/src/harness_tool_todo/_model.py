@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["STATUSES", "Status", "TodoItem", "TodoWriteArgs", "TodoWritePayload", "count"]
+from ._vocabulary import STATUSES, Status
 
-Status = Literal["pending", "in_progress", "completed"]
-STATUSES: Final[tuple[Status, ...]] = ("pending", "in_progress", "completed")
+__all__ = [
+    "STATUSES",
+    "Status",
+    "TodoConfig",
+    "TodoItem",
+    "TodoWriteArgs",
+    "TodoWritePayload",
+    "count",
+]
+
+
+class TodoConfig(BaseModel):
+    """The `[plugins.todo]` section."""
+
+    model_config = ConfigDict(extra="forbid")
+    # Off by default: one active task keeps the model's focus and the user's view unambiguous.
+    allow_parallel_in_progress: bool = False
 
 
 # No class docstrings on the argument models: pydantic would put them into the JSON schema

@@ -14,6 +14,8 @@ from harness_core.tools import ExecContext, Tool, ToolResult
 
 from ._model import TodoItem, TodoWriteArgs, TodoWritePayload, count
 from ._render import plan_line
+from ._vocabulary import EVENT_TYPE
+from .projections import todos_of_data
 
 __all__ = [
     "DESCRIPTION",
@@ -26,7 +28,6 @@ __all__ = [
     "TodoWriteTool",
 ]
 
-EVENT_TYPE: Final = "todo/write"
 
 # What the model reads about the tool with every request: short (it is paid for on each one)
 # and behavioural. One line depends on the in-progress policy, so the model is never taught a
@@ -121,4 +122,4 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
         """
         if result.is_error or not isinstance(result.data, dict):
             return None
-        return plan_line([TodoItem.model_validate(t) for t in result.data["todos"]])
+        return plan_line(todos_of_data(result.data.get("todos")))

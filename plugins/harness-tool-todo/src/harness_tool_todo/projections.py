@@ -5,9 +5,14 @@
   plan strip until the model writes again);
 - history: every revision and what changed, including items dropped while unfinished.
 
-The `read_*` forms read a session file backwards through the log's tail query, so their cost
-depends on how far back the latest write is, not on the session's length. Replay never
-re-applies the in-progress policy: a list written under another policy still folds.
+`PlanFold` is the one fold of the standing plan: the terminal strip, the snapshot fields and
+`standing_plan` all apply it. The `read_*` forms answer the same question from a session file
+read backwards through the log's tail query, so their cost depends on how far back the latest
+write is, not on the session's length; a test holds them equal to the fold.
+
+Reading trusts what the tool wrote (it validated on the way in) and needs no pydantic: items
+are plain `Todo` values, and a malformed item is skipped, never fatal. Replay never re-applies
+the in-progress policy: a list written under another policy still folds.
 """
 
 from __future__ import annotations
@@ -19,16 +24,17 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness_core.log import Event, find_latest
-from pydantic import ValidationError
 
-from ._model import TodoItem
-from ._tool import EVENT_TYPE
+from ._render import shown
+from ._vocabulary import EVENT_TYPE, STATUSES, Status
 
 __all__ = [
     "Change",
     "ChangeKind",
     "Plan",
+    "PlanFold",
     "Revision",
+    "Todo",
     "current_todos",
     "diff",
     "plan_history",
@@ -36,6 +42,7 @@ __all__ = [
     "read_plan",
     "standing_plan",
     "todos_of",
+    "todos_of_data",
 ]
 
 ChangeKind = Literal[
@@ -49,16 +56,28 @@ _MAX_PAIRINGS: Final = 2500
 
 
 @dataclass(frozen=True, slots=True)
+class Todo:
+    """One task as the log holds it: the content exactly as the model wrote it, and a status."""
+
+    content: str
+    status: Status
+
+    def export(self) -> dict[str, str]:
+        """`{"content", "status"}`, the item shape of every JSON output."""
+        return {"content": self.content, "status": self.status}
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """A todo list, whether the plan strip shows it, and the seq of the write it came from."""
 
-    todos: tuple[TodoItem, ...]
+    todos: tuple[Todo, ...]
     standing: bool
     seq: int | None = None
 
     def export(self) -> dict[str, Any]:
         """The `harness todos --json` shape: `{"todos": [...], "standing": bool}`."""
-        return {"todos": [t.model_dump() for t in self.todos], "standing": self.standing}
+        return {"todos": [t.export() for t in self.todos], "standing": self.standing}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +90,10 @@ class Change:
 
     def describe(self) -> str:
         if self.kind == "reworded":
-            return f'reworded "{self.previous}" -> "{self.content}"'
+            return f'reworded "{shown(self.previous or "")}" -> "{shown(self.content)}"'
         if self.kind == "dropped":
-            return f'dropped unfinished "{self.content}"'
-        return f'{self.kind} "{self.content}"'
+            return f'dropped unfinished "{shown(self.content)}"'
+        return f'{self.kind} "{shown(self.content)}"'
 
     def export(self) -> dict[str, Any]:
         """`{"kind", "content", "previous"}`; `previous` is the old wording or null."""
@@ -88,7 +107,7 @@ class Revision:
     seq: int
     ts: str
     turn: int | None
-    todos: tuple[TodoItem, ...]
+    todos: tuple[Todo, ...]
     changes: tuple[Change, ...] = field(default=())
 
     def export(self) -> dict[str, Any]:
@@ -97,30 +116,64 @@ class Revision:
             "seq": self.seq,
             "ts": self.ts,
             "turn": self.turn,
-            "todos": [t.model_dump() for t in self.todos],
+            "todos": [t.export() for t in self.todos],
             "changes": [c.export() for c in self.changes],
         }
 
 
-def todos_of(event: Event) -> tuple[TodoItem, ...]:
+def todos_of(event: Event) -> tuple[Todo, ...]:
     """The list a `todo/write` event carries. Malformed items are skipped, never fatal, and
     unknown item keys (from a newer writer) are ignored rather than failing the item."""
-    items = event.data.get("todos")
+    return todos_of_data(event.data.get("todos"))
+
+
+def todos_of_data(items: object) -> tuple[Todo, ...]:
+    """`todos_of` for the list itself (a result's `data["todos"]`)."""
     if not isinstance(items, list):
         return ()
     todos = []
     for item in items:
-        if not isinstance(item, dict):
-            continue
-        try:
-            fields = {"content": item.get("content"), "status": item.get("status")}
-            todos.append(TodoItem.model_validate(fields))
-        except ValidationError:
-            continue
+        if isinstance(item, dict):
+            content, status = item.get("content"), item.get("status")
+            if isinstance(content, str) and status in STATUSES:
+                todos.append(Todo(content, status))
     return tuple(todos)
 
 
-def current_todos(events: Sequence[Event]) -> tuple[TodoItem, ...]:
+class PlanFold:
+    """The standing plan, folded event by event: the latest `todo/write` not followed by a
+    `turn/start`. The current list outlives a new turn; only its standing ends."""
+
+    __slots__ = ("seq", "standing", "todos")
+
+    def __init__(self) -> None:
+        self.todos: tuple[Todo, ...] = ()
+        self.standing = False
+        self.seq: int | None = None
+
+    def apply(self, event: Event) -> bool:
+        """Fold one event; True when the standing plan changed."""
+        if event.type == EVENT_TYPE:
+            self.todos, self.standing, self.seq = todos_of(event), True, event.seq
+            return True
+        if event.type == "turn/start" and self.standing:
+            self.standing = False
+            return True
+        return False
+
+    @property
+    def plan(self) -> Plan:
+        return Plan(self.todos, self.standing, self.seq)
+
+    @classmethod
+    def replay(cls, events: Iterable[Event]) -> PlanFold:
+        fold = cls()
+        for event in events:
+            fold.apply(event)
+        return fold
+
+
+def current_todos(events: Sequence[Event]) -> tuple[Todo, ...]:
     """The latest written list (last write wins); empty before the first write."""
     for event in reversed(events):
         if event.type == EVENT_TYPE:
@@ -128,18 +181,12 @@ def current_todos(events: Sequence[Event]) -> tuple[TodoItem, ...]:
     return ()
 
 
-def standing_plan(events: Sequence[Event]) -> Plan:
-    """The plan as of the end of `events` (in memory, scanning back)."""
-    standing = True
-    for event in reversed(events):
-        if event.type == "turn/start":
-            standing = False
-        elif event.type == EVENT_TYPE:
-            return Plan(todos_of(event), standing=standing, seq=event.seq)
-    return Plan((), standing=False)
+def standing_plan(events: Iterable[Event]) -> Plan:
+    """The plan as of the end of `events`: `PlanFold` over them."""
+    return PlanFold.replay(events).plan
 
 
-def read_current(path: Path) -> tuple[TodoItem, ...]:
+def read_current(path: Path) -> tuple[Todo, ...]:
     """`current_todos` of a session file, read from its tail."""
     event = find_latest(path, {EVENT_TYPE})
     return todos_of(event) if event is not None else ()
@@ -161,7 +208,7 @@ def read_plan(path: Path) -> Plan:
 def plan_history(events: Iterable[Event]) -> list[Revision]:
     """Every revision of the list, oldest first, with what changed since the previous one."""
     revisions: list[Revision] = []
-    previous: tuple[TodoItem, ...] = ()
+    previous: tuple[Todo, ...] = ()
     for event in events:
         if event.type != EVENT_TYPE:
             continue
@@ -171,7 +218,7 @@ def plan_history(events: Iterable[Event]) -> list[Revision]:
     return revisions
 
 
-def diff(old: Sequence[TodoItem], new: Sequence[TodoItem]) -> tuple[Change, ...]:
+def diff(old: Sequence[Todo], new: Sequence[Todo]) -> tuple[Change, ...]:
     """What changed from `old` to `new`, in the new list's order, then vanished items.
 
     Items match by content. A new item and a vanished one that read alike (see `_alike`) are
@@ -190,7 +237,7 @@ def diff(old: Sequence[TodoItem], new: Sequence[TodoItem]) -> tuple[Change, ...]
             changes.append(Change("reworded", item.content, previous=before.content))
         if before is None:
             changes.append(Change("added", item.content))
-            before = TodoItem(content=item.content, status="pending")
+            before = Todo(item.content, "pending")
         if item.status != before.status:
             changes.append(Change(_status_change(before.status, item.status), item.content))
     paired = {id(t) for t in rewordings.values()}
@@ -202,8 +249,8 @@ def diff(old: Sequence[TodoItem], new: Sequence[TodoItem]) -> tuple[Change, ...]
 
 
 def _pair_rewordings(
-    old: Sequence[TodoItem], gone: list[TodoItem], fresh: list[tuple[int, TodoItem]]
-) -> dict[int, TodoItem]:
+    old: Sequence[Todo], gone: list[Todo], fresh: list[tuple[int, Todo]]
+) -> dict[int, Todo]:
     """new index -> the vanished item it rewords: most alike first, then nearest position."""
     if not gone or not fresh or len(gone) * len(fresh) > _MAX_PAIRINGS:
         return {}
@@ -216,7 +263,7 @@ def _pair_rewordings(
                 distance = abs(position[id(before)] - new_index)
                 candidates.append((-score, distance, new_index, position[id(before)], before))
     candidates.sort(key=lambda c: c[:4])
-    pairs: dict[int, TodoItem] = {}
+    pairs: dict[int, Todo] = {}
     used: set[int] = set()
     for _, _, new_index, _, before in candidates:
         if new_index not in pairs and id(before) not in used:

@@ -1,35 +1,15 @@
-"""How a host shows tool calls and model text: one safe line per call, no stray control codes."""
+"""How a host labels tool calls: the tool's own one-line presentation, made safe."""
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the query commands use `one_line` without loading the tools package
+from ._sanitize import one_line
+
+if TYPE_CHECKING:  # the query commands use the sanitizer without loading the tools package
     from ..tools import ToolRegistry
 
-__all__ = ["call_label", "clean", "one_line", "result_suffix"]
-
-# Escape sequences (CSI, OSC, two-byte) and the C0/C1 controls other than tab and newline:
-# model text and tool output must never move the cursor or recolour the user's terminal.
-_CONTROL: Final = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
-    r"|\x1b[@-_]"  # the other two-byte escapes
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # bare controls (tab and newline survive)
-)
-LABEL_WIDTH: Final = 120
-
-
-def clean(text: str) -> str:
-    """`text` without control codes (tabs and newlines kept)."""
-    return _CONTROL.sub("", text)
-
-
-def one_line(text: str, width: int = LABEL_WIDTH) -> str:
-    """`text` cleaned and folded onto one line of at most `width` characters."""
-    line = " ".join(clean(text).split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+__all__ = ["call_label", "result_suffix"]
 
 
 def call_label(tools: ToolRegistry, name: str, raw_arguments: str) -> str:

@@ -1,11 +1,13 @@
-"""The plan strip's fold (todo/write and turn/start only) and its collapsed rows."""
+"""The terminal plan strip: one fold of the standing plan, and its collapsed rows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness_core.cli._strip import PlanStrip, Status, Todo, plain_strip, strip_rows, todos_from
 from harness_core.log import Event
+from harness_tool_todo import Status
+from harness_tool_todo._hosts import PlanStrip, plain_strip, strip_rows
+from harness_tool_todo.projections import PlanFold, Todo, todos_of
 
 
 def event(seq: int, kind: str, data: dict[str, Any] | None = None, turn: int = 1) -> Event:
@@ -30,10 +32,10 @@ def tasks(count: int, active: int | None) -> list[Todo]:
 
 def test_the_latest_write_is_the_plan() -> None:
     """Whole-list replace: the strip shows the last todo/write only."""
-    strip = PlanStrip.replay(
+    fold = PlanFold.replay(
         [write(1, ("a", "in_progress"), ("b", "pending")), write(2, ("b", "in_progress"))]
     )
-    assert strip.todos == (Todo("b", "in_progress"),)
+    assert fold.todos == (Todo("b", "in_progress"),)
 
 
 def test_a_new_turn_clears_the_strip_until_the_next_write() -> None:
@@ -41,16 +43,17 @@ def test_a_new_turn_clears_the_strip_until_the_next_write() -> None:
     strip = PlanStrip()
     assert strip.apply(write(1, ("a", "completed")))
     assert strip.apply(event(2, "turn/start", turn=2))
-    assert strip.todos == ()
+    assert strip.lines() == []
     assert not strip.apply(event(3, "message/user", {"text": "hi"}, turn=2))
     strip.apply(write(4, ("b", "pending"), turn=2))
-    assert (strip.todos, strip.turn) == ((Todo("b", "pending"),), 2)
+    assert (strip.fold.todos, strip.fold.seq) == ((Todo("b", "pending"),), 4)
+    assert len(strip.lines()) == 2
 
 
 def test_a_turn_end_keeps_the_plan_standing() -> None:
     """Only turn/start clears: after turn/end the plan still stands (resume shows it)."""
-    strip = PlanStrip.replay([write(1, ("a", "pending")), event(2, "turn/end")])
-    assert strip.todos == (Todo("a", "pending"),)
+    fold = PlanFold.replay([write(1, ("a", "pending")), event(2, "turn/end")])
+    assert fold.plan.todos == (Todo("a", "pending"),) and fold.plan.standing
 
 
 def test_malformed_items_are_skipped_not_fatal() -> None:
@@ -60,8 +63,8 @@ def test_malformed_items_are_skipped_not_fatal() -> None:
         "todo/write",
         {"todos": [{"content": "ok", "status": "pending"}, {"content": 3}, "x", {"status": "?"}]},
     )
-    assert todos_from(bad) == (Todo("ok", "pending"),)
-    assert todos_from(event(2, "todo/write", {"todos": "nope"})) == ()
+    assert todos_of(bad) == (Todo("ok", "pending"),)
+    assert todos_of(event(2, "todo/write", {"todos": "nope"})) == ()
 
 
 def test_a_short_list_shows_every_task() -> None:

@@ -1,0 +1,78 @@
+"""Commands that plugins add (`harness_cli_commands`): parsed and run like the core ones.
+
+They load only when the command word is not a core command, so `harness --help` and the core
+commands never ask a plugin for anything. A command whose plugin is installed but disabled or
+rejected is explained in one line, when the distribution declares its commands in its
+metadata (entry-point group `harness.commands`, `NAME = "<plugin name>"`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import logging
+from typing import Final
+
+from ..hosts import Command
+from ._app import App, CliError, guarded, install_log_handler
+from ._parser import CORE_COMMANDS, build_parser
+
+__all__ = ["COMMANDS_GROUP", "plugin_commands", "run_plugin_command"]
+
+COMMANDS_GROUP: Final = "harness.commands"
+
+logger = logging.getLogger("harness.cli")
+
+
+def run_plugin_command(argv: list[str], word: str) -> int:
+    """`harness WORD ...` where WORD is not a core command."""
+    install_log_handler(quiet_plugins=False)
+    return guarded(lambda: _run(argv, word))
+
+
+def _run(argv: list[str], word: str) -> int:
+    app = App()
+    commands = plugin_commands(app)
+    if word not in commands:
+        _explain_missing(app, word)
+    parser = build_parser(list(commands.values()))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help and usage errors end inside argparse
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    return commands[args.command].run(args, app)
+
+
+def plugin_commands(app: App) -> dict[str, Command]:
+    """Every command the loaded plugins add, by name; collisions are reported and skipped."""
+    found: dict[str, Command] = {}
+    owners: dict[str, str] = {}
+    for plugin, command in app.host.hooks.cli_commands():
+        if command.name in CORE_COMMANDS:
+            logger.warning(
+                "plugin %r adds command %r, a core command; skipped", plugin, command.name
+            )
+        elif command.name in found:
+            logger.warning(
+                "plugin %r adds command %r, which plugin %r already adds; skipped",
+                plugin,
+                command.name,
+                owners[command.name],
+            )
+        else:
+            found[command.name], owners[command.name] = command, plugin
+    return found
+
+
+def _explain_missing(app: App, word: str) -> None:
+    """Raise a one-line error when an installed plugin that is not loaded declares `word`."""
+    for entry_point in md.entry_points(group=COMMANDS_GROUP):
+        if entry_point.name != word:
+            continue
+        record = app.host.records.get(entry_point.value)
+        dist = entry_point.dist.metadata["Name"] if entry_point.dist is not None else "a plugin"
+        if record is None or record.status == "loaded":
+            continue
+        raise CliError(
+            f"`harness {word}` comes from {dist} (plugin {record.name}), which is "
+            f"{record.status}: {record.reason}"
+        )

@@ -1,0 +1,153 @@
+"""The conversation as every host shows it: messages, each tool call paired with its result.
+
+`Conversation.apply(event)` folds one session's events in seq order and says what changed,
+so a host renders changes instead of re-deriving anything: the terminal prints a line, the
+web host pushes an update, the ACP bridge sends a notification. A fix here fixes them all.
+
+Like the model's message projection, the fold tolerates what a crash leaves behind: a result
+that answers no open call is ignored, and calls left open when a turn ends (or when the next
+message arrives) are closed as errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from ..log import Event
+
+__all__ = ["Change", "ChangeKind", "Conversation", "Entry", "RowState", "ToolRow", "TurnState"]
+
+RowState = Literal["running", "ok", "error"]
+ChangeKind = Literal[
+    "session", "turn_started", "user", "assistant", "row_finished", "turn_ended", "other"
+]
+_UNANSWERED: Final = "no result: the turn ended before the call returned"
+
+
+@dataclass(slots=True)
+class ToolRow:
+    """One tool call and, once it returned, its result."""
+
+    call_id: str
+    name: str
+    arguments: str  # raw, as the model sent it
+    state: RowState = "running"
+    text: str | None = None  # the text the model saw
+    data: Any = None  # structured result data for hosts
+    result_seq: int | None = None
+
+
+@dataclass(slots=True)
+class Entry:
+    """A user or assistant message, with the assistant's tool calls as rows."""
+
+    role: Literal["user", "assistant"]
+    seq: int
+    turn: int | None
+    text: str
+    reasoning: str | None = None
+    rows: list[ToolRow] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TurnState:
+    """The open turn (or None), and how the latest finished turn ended."""
+
+    open: int | None = None
+    last: int | None = None
+    status: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one event changed: a new entry, a finished row, a turn boundary, or nothing."""
+
+    kind: ChangeKind
+    event: Event
+    entry: Entry | None = None
+    row: ToolRow | None = None
+
+
+class Conversation:
+    """One session's conversation, folded event by event."""
+
+    __slots__ = ("_open", "entries", "session", "turn")
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.turn = TurnState()
+        self.session: dict[str, Any] = {}  # session/start data
+        self._open: dict[str, ToolRow] = {}  # calls of the latest assistant message
+
+    @property
+    def running(self) -> list[ToolRow]:
+        """Calls still waiting for their result."""
+        return list(self._open.values())
+
+    def apply(self, event: Event) -> Change:
+        kind = event.type
+        data = event.data
+        if kind == "tool/result":
+            row = self._open.pop(str(data.get("call_id")), None)
+            if row is None:
+                return Change("other", event)
+            row.state = "error" if data.get("is_error") else "ok"
+            row.text, row.data, row.result_seq = (
+                str(data.get("text", "")),
+                data.get("data"),
+                event.seq,
+            )
+            return Change("row_finished", event, row=row)
+        if kind == "message/assistant":
+            return Change("assistant", event, entry=self._assistant(event))
+        if kind == "message/user":
+            self._close_open()
+            entry = Entry("user", event.seq, event.turn, str(data.get("text", "")))
+            self.entries.append(entry)
+            return Change("user", event, entry=entry)
+        return self._structure(event)
+
+    def _structure(self, event: Event) -> Change:
+        if event.type == "turn/start":
+            self.turn.open = event.turn
+            return Change("turn_started", event)
+        if event.type == "turn/end":
+            self._close_open()
+            self.turn = TurnState(
+                None, event.turn, str(event.data.get("status")), event.data.get("error")
+            )
+            return Change("turn_ended", event)
+        if event.type == "session/start":
+            self.session = dict(event.data)
+            return Change("session", event)
+        return Change("other", event)
+
+    def _assistant(self, event: Event) -> Entry:
+        self._close_open()
+        data = event.data
+        reasoning = data.get("reasoning_content")
+        entry = Entry(
+            "assistant",
+            event.seq,
+            event.turn,
+            str(data.get("text") or ""),
+            reasoning if isinstance(reasoning, str) else None,
+        )
+        for call in data.get("tool_calls") or ():
+            if isinstance(call, dict):
+                row = ToolRow(
+                    str(call.get("id")), str(call.get("name")), str(call.get("arguments"))
+                )
+                entry.rows.append(row)
+                self._open[row.call_id] = row
+        self.entries.append(entry)
+        return entry
+
+    def _close_open(self) -> None:
+        """Calls nobody answered (a crash, a torn log) show as errors, never as running."""
+        for row in self._open.values():
+            row.state, row.text = "error", _UNANSWERED
+        self._open.clear()

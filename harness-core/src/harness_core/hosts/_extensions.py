@@ -1,0 +1,157 @@
+"""Host extension points: what a plugin contributes to hosts through the host-side hooks.
+
+A host renders projections of the log and offers slots; it holds no knowledge a plugin owns.
+These are the shapes of what fills the slots (see docs/hook-catalog.md for the hooks):
+
+- `Command`: a `harness` subcommand (`harness_cli_commands`);
+- `TerminalStrip`: lines pinned under a terminal's output, folded from a session's events
+  (`harness_terminal_strip`);
+- `SnapshotFields`: fields a host ships with a conversation snapshot, such as the web tail
+  page's `todos` (`harness_snapshot_fields`);
+- `DockEntry`: a JS module a web page mounts in one of its slots (`harness_web_dock`).
+
+Folds see the events of one session in seq order, exactly once each; they hold state derived
+from the log only, so every host and every replay shows the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+from argparse import ArgumentParser, Namespace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from ..log import Event
+
+__all__ = [
+    "Command",
+    "CommandContext",
+    "CommandError",
+    "DockEntry",
+    "SessionFold",
+    "SnapshotFields",
+    "StripLine",
+    "Styled",
+    "TerminalStrip",
+]
+
+_COMMAND_NAME: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
+_SLOT: Final = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
+
+
+class CommandError(Exception):
+    """An expected failure of a command: one line on stderr, exit status `status`."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class CommandContext(Protocol):
+    """What a plugin's command gets from the CLI host besides its parsed arguments."""
+
+    @property
+    def home(self) -> Path:
+        """The data directory (`HARNESS_HOME`)."""
+        ...
+
+    @property
+    def stdout(self) -> TextIO:
+        """Where the command's output goes (machine-readable output: this stream only)."""
+        ...
+
+    def session_path(self, session_id: str) -> Path:
+        """The session's file; raises a one-line error for an unknown or invalid id."""
+        ...
+
+    def read_events(self, session_id: str) -> Sequence[Event]:
+        """The session's events, replayed by a reader (no writer lock)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """`harness NAME ...`: `configure` adds arguments, `run` returns the exit status.
+
+    `run` may raise CommandError for an expected failure. Import what the command needs
+    inside `run`: `harness --help` and the other commands do not pay for it.
+    """
+
+    name: str
+    help: str
+    run: Callable[[Namespace, CommandContext], int]
+    configure: Callable[[ArgumentParser], None] | None = None
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _COMMAND_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"command name {self.name!r} must be lower-case letters, digits and dashes"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Styled:
+    """A run of text and its style (a rich style string; plain output ignores it)."""
+
+    text: str
+    style: str = ""
+
+
+StripLine = tuple[Styled, ...]
+
+
+class SessionFold(Protocol):
+    """State folded from one session's events, one event at a time."""
+
+    def apply(self, event: Event) -> bool:
+        """Fold `event`; True when what this fold shows changed."""
+        ...
+
+
+class TerminalStrip(SessionFold, Protocol):
+    """A strip pinned under a terminal host's output (the todo plugin's plan strip)."""
+
+    def lines(self) -> Sequence[StripLine]:
+        """What to pin now; empty to pin nothing. Hosts sanitize the text."""
+        ...
+
+
+class SnapshotFields(SessionFold, Protocol):
+    """Fields a host ships with its conversation snapshot (the web tail page's `todos`)."""
+
+    def fields(self) -> dict[str, Any]:
+        """The fields as JSON values; computed from the whole log, not from a page of it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DockEntry:
+    """A JS module a web page mounts in `slot` (e.g. `conversation.input.dock`), by `order`.
+
+    `module` is a path inside the importable `package` (`static/todo-dock.js`); the web
+    host serves it from the installed package, so it works offline and needs no build step.
+    """
+
+    slot: str
+    order: int
+    package: str
+    module: str
+
+    def __post_init__(self) -> None:
+        if not _SLOT.fullmatch(self.slot):
+            raise ValueError(f"dock slot {self.slot!r} is not a slot name")
+        if not self.module.endswith(".js") or ".." in Path(self.module).parts:
+            raise ValueError(f"dock module {self.module!r} must be a .js path inside the package")
+
+    def resource(self) -> Traversable:
+        """The module's file in the installed package; raises FileNotFoundError if absent."""
+        found = resources.files(self.package).joinpath(self.module)
+        if not found.is_file():
+            raise FileNotFoundError(f"{self.package} has no {self.module}")
+        return found

@@ -1,0 +1,293 @@
+"""The host-side hooks (commands, strips, snapshot fields, dock entries) and pluggy's promises:
+subset-argument implementations of every hook, and what wrappers mean for each."""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser, Namespace
+from collections.abc import Sequence
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_core.cli import main
+from harness_core.cli._plain import PlainView
+from harness_core.hosts import Command, CommandContext, CommandError, DockEntry, StripLine, Styled
+from harness_core.log import Event, SessionLog, SessionStore
+from harness_core.models import ScriptedModel
+from harness_core.plugins import PluginHost, hookimpl
+from harness_core.testing.pytest_plugin import FakeDistribution, RegisterPlugin
+
+GREETER = """
+import json
+from harness_core.hosts import Command, CommandError
+from harness_core.plugins import hookimpl
+
+name = "greeter"
+inject = ()
+
+def configure(parser):
+    parser.add_argument("who")
+    parser.add_argument("--fail", action="store_true")
+
+def run(args, ctx):
+    if args.fail:
+        raise CommandError("greeting refused", status=3)
+    ctx.stdout.write(json.dumps({"hello": args.who, "home": str(ctx.home)}) + "\\n")
+    return 0
+
+@hookimpl
+def harness_cli_commands():
+    return [Command("greet", "say hello", run, configure), Command("show", "clash", run)]
+"""
+
+
+def test_harness_cli_commands_adds_a_command_the_cli_parses_and_runs(
+    fake_distribution: FakeDistribution, capsys: pytest.CaptureFixture[str], harness_home: Path
+) -> None:
+    """An installed plugin's command runs with its own arguments and the CLI's context;
+    a CommandError is one line with its status; a clash with a core command is skipped."""
+    fake_distribution("harness-greeter", {"greeter": "greeter"}, {"greeter.py": GREETER})
+    assert main(["greet", "Ada"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"hello": "Ada", "home": str(harness_home)}
+    assert "adds command 'show', a core command; skipped" in err
+    assert main(["greet", "Ada", "--fail"]) == 3
+    assert capsys.readouterr().err.splitlines()[-1] == "harness: error: greeting refused"
+    assert main(["greet"]) == 2  # a usage error from the plugin's own arguments
+    assert "the following arguments are required: who" in capsys.readouterr().err
+
+
+def test_harness_cli_commands_of_an_unknown_word_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A word no core command and no plugin knows: argparse's usage error, status 2."""
+    assert main(["nonesuch"]) == 2
+    assert "invalid choice: 'nonesuch'" in capsys.readouterr().err
+
+
+class Counter:
+    """A strip and snapshot-fields plugin: counts user messages."""
+
+    name = "counter"
+    inject = ()
+
+    class Fold:
+        def __init__(self) -> None:
+            self.count = 0
+
+        def apply(self, event: Event) -> bool:
+            if event.type == "message/user":
+                self.count += 1
+                return True
+            return False
+
+        def lines(self) -> Sequence[StripLine]:
+            return [(Styled(f"\x1b[31mprompts: {self.count}", "bold"),)] if self.count else []
+
+        def fields(self) -> dict[str, Any]:
+            return {"prompts": self.count}
+
+    @hookimpl
+    def harness_terminal_strip(self) -> Counter.Fold:
+        return Counter.Fold()
+
+    @hookimpl
+    def harness_snapshot_fields(self) -> Counter.Fold:
+        return Counter.Fold()
+
+
+def write_turn(log: SessionLog, prompt: str, turn: int) -> None:
+    log.append("turn/start", {}, turn=turn)
+    log.append("message/user", {"text": prompt}, turn=turn)
+    log.append("message/assistant", {"text": "ok"}, turn=turn)
+    log.append("turn/end", {"status": "completed"}, turn=turn)
+
+
+def test_harness_terminal_strip_is_pinned_as_clean_plain_lines(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin, harness_home: Path
+) -> None:
+    """A contributed strip is printed when it changes, sanitized, and replayed on resume."""
+    register_plugin(Counter())
+    out = StringIO()
+    view = PlainView(plugin_host.tools, out, plugin_host.hooks.terminal_strips)
+    with SessionStore(harness_home, plugin_host.event_types).create() as log:
+        log.listeners.append(lambda event: view.on_event(log, event))
+        view.bind(log)
+        write_turn(log, "one", 1)
+        assert "prompts: 1" in out.getvalue().splitlines()
+        resumed = PlainView(plugin_host.tools, StringIO(), plugin_host.hooks.terminal_strips)
+        resumed.bind(log)
+        resumed.resumed()
+    assert resumed._out.getvalue() == "prompts: 1 (standing, from the last turn)\n"  # type: ignore[attr-defined]
+
+
+def test_harness_snapshot_fields_folds_are_fresh_and_isolated(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin
+) -> None:
+    """Each call returns fresh folds; a plugin raising is reported, the others still answer."""
+
+    class Broken:
+        name = "broken"
+        inject = ()
+
+        @hookimpl
+        def harness_snapshot_fields(self) -> None:
+            raise RuntimeError("no fields today")
+
+    register_plugin(Broken())
+    register_plugin(Counter())
+    folds = plugin_host.hooks.snapshot_fields()
+    assert [name for name, _ in folds] == ["counter"]
+    folds[0][1].apply(Event(1, "message/user", "t", {"text": "x"}, 1))
+    assert folds[0][1].fields() == {"prompts": 1}
+    assert plugin_host.hooks.snapshot_fields()[0][1].fields() == {"prompts": 0}
+    assert "plugin 'broken' raised in harness_snapshot_fields" in str(
+        plugin_host.observer_errors[-1]
+    )
+
+
+def test_harness_web_dock_entries_come_in_load_order_and_resolve(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin
+) -> None:
+    """Dock entries name a module inside an installed package; bad entries are refused."""
+
+    class Dock:
+        name = "dock"
+        inject = ()
+
+        @hookimpl
+        def harness_web_dock(self) -> list[DockEntry]:
+            return [DockEntry("conversation.input.dock", -1, "harness_core", "py.typed.js")]
+
+    register_plugin(Dock())
+    ((plugin, entry),) = plugin_host.hooks.web_dock()
+    assert (plugin, entry.slot, entry.order) == ("dock", "conversation.input.dock", -1)
+    with pytest.raises(FileNotFoundError, match=r"harness_core has no py\.typed\.js"):
+        entry.resource()
+    with pytest.raises(ValueError, match=r"must be a \.js path inside the package"):
+        DockEntry("conversation.input.dock", 0, "harness_core", "../escape.js")
+    with pytest.raises(ValueError, match="is not a slot name"):
+        DockEntry("Bad Slot", 0, "harness_core", "x.js")
+
+
+# -- pluggy's promises -----------------------------------------------------------------------
+
+
+class Subsets:
+    """Every hook implemented with a subset of its spec's arguments, as pluggy allows."""
+
+    name = "subsets"
+    inject = ()
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.registered = False
+
+    @hookimpl
+    def harness_register_tools(self) -> None:  # no ctx at all
+        self.registered = True
+
+    @hookimpl
+    def harness_event_appended(self, event: Event) -> None:  # no session
+        self.seen.append(event.type)
+
+    @hookimpl
+    def harness_model(self, spec: str) -> Any:  # no options
+        return ScriptedModel([{"text": "hi"}], name=spec) if spec == "subset:x" else None
+
+
+def test_every_hook_takes_a_subset_of_its_arguments(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin, harness_home: Path
+) -> None:
+    """harness_register_tools(), harness_event_appended(event), harness_model(spec) all run."""
+    plugin = Subsets()
+    assert register_plugin(plugin).status == "loaded"
+    assert plugin.registered
+    with SessionStore(harness_home, plugin_host.event_types).create() as log:
+        plugin_host.hooks.event_appended(log, log.events[0])
+    assert plugin.seen == ["session/start"]
+    assert plugin_host.observer_errors == []
+    model = plugin_host.hooks.model("subset:x", {"base_url": None})
+    assert model is not None and model.name == "subset:x"
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        "harness_register_tools",
+        "harness_event_appended",
+        "harness_cli_commands",
+        "harness_terminal_strip",
+        "harness_snapshot_fields",
+        "harness_web_dock",
+        "harness_event_types",
+    ],
+)
+def test_wrappers_are_rejected_where_the_host_calls_one_plugin_at_a_time(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin, hook: str
+) -> None:
+    """A wrapper on an isolated hook would never wrap anything: the load says so and why."""
+
+    def wrapper(*args: Any) -> Any:
+        return (yield)
+
+    plugin = type("Wrapping", (), {"name": "wrapping", "inject": ()})()
+    setattr(plugin, hook, hookimpl(wrapper=True)(wrapper))
+    record = register_plugin(plugin)
+    assert record.status == "rejected"
+    assert hook in (record.reason or "")
+    assert "wrapper" in (record.reason or "") + (record.fix or "")
+    assert not plugin_host.pm.is_registered(plugin)
+
+
+def test_harness_model_runs_wrappers_as_pluggy_does(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin
+) -> None:
+    """A wrapper around harness_model sees the chosen model and may replace it."""
+
+    class Renamer:
+        name = "renamer"
+        inject = ()
+
+        @hookimpl(wrapper=True)
+        def harness_model(self, spec: str) -> Any:
+            model = yield
+            if model is not None:
+                model.name = f"wrapped {model.name}"
+            return model
+
+    register_plugin(Subsets())
+    assert register_plugin(Renamer()).status == "loaded"
+    model = plugin_host.hooks.model("subset:x", {})
+    assert model is not None and model.name == "wrapped subset:x"
+
+
+def test_subset_implementations_of_the_host_hooks(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin, harness_home: Path
+) -> None:
+    """Host hooks take no arguments; a context-free command still gets its ctx at run time."""
+    seen: list[CommandContext] = []
+
+    def run(args: Namespace, ctx: CommandContext) -> int:
+        seen.append(ctx)
+        return 0
+
+    def configure(parser: ArgumentParser) -> None:
+        parser.add_argument("--x")
+
+    class Cmd:
+        name = "cmd"
+        inject = ()
+
+        @hookimpl
+        def harness_cli_commands(self) -> list[Command]:
+            return [Command("thing", "a thing", run, configure)]
+
+    register_plugin(Cmd())
+    ((plugin, command),) = plugin_host.hooks.cli_commands()
+    assert (plugin, command.name, command.configure) == ("cmd", "thing", configure)
+    with pytest.raises(ValueError, match="lower-case letters"):
+        Command("Bad_Name", "x", run)
+    assert CommandError("x").status == 1
