@@ -76,8 +76,21 @@ def bash_call(command: str) -> dict[str, Any]:
 
 
 def session_ids(home: Path) -> list[str]:
-    """Session ids under `home`, oldest first (ids start with their creation time)."""
-    return sorted(p.stem for p in (home / "sessions").glob("*.jsonl"))
+    """Session ids under `home`, oldest first by their session/start `created` time.
+
+    Ids start with their creation second only: two sessions made in one second would sort by
+    their random suffix.
+    """
+
+    def created(path: Path) -> str:
+        try:
+            with path.open("rb") as handle:
+                return str(json.loads(handle.readline())["data"]["created"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""  # not a session (a test's garbage file): first
+
+    paths = (home / "sessions").glob("*.jsonl")
+    return [p.stem for p in sorted(paths, key=lambda p: (created(p), p.stem))]
 
 
 def read_events(home: Path, session_id: str) -> list[dict[str, Any]]:
