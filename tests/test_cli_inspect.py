@@ -242,6 +242,28 @@ def test_events_prints_the_envelopes_as_on_disk(shared: str) -> None:
     assert seqs == list(range(len(result.stdout.splitlines())))
 
 
+def test_events_skips_garbled_lines_with_a_warning(harness_home: Path, session: str) -> None:
+    """A garbled line (named in a warning) and a torn tail (a writer may be mid-line) are left out."""
+    path = harness_home / "sessions" / f"{session}.jsonl"
+    lines = path.read_bytes().split(b"\n")[:-1]
+    path.write_bytes(b"\n".join([*lines[:3], b'{"seq": "three"', *lines[3:]]) + b'\n{"seq')
+    result = run_cli("events", session)
+    assert result.returncode == 0
+    assert result.stdout.encode() == b"".join(line + b"\n" for line in lines)
+    assert result.stderr == f"harness: warning: {path.name}: line 4: not JSON; skipped\n"
+
+
+def test_show_json_keeps_text_as_written(tmp_path: Path, harness_home: Path) -> None:
+    """Non-ASCII, control characters and line separators come out as `json.dumps` writes them."""
+    text = 'naïve → ✓ 🙂 tab\there \u2028 bell\x07 quote" back\\slash'
+    model = write_script(tmp_path / "s.json", [{"text": text}])
+    assert run_cli("run", "--model", model, text).returncode == 0
+    result = run_cli("show", session_ids(harness_home)[-1], "--json")
+    messages = json.loads(result.stdout)
+    assert [m["content"] for m in messages[1:]] == [text, text]
+    assert result.stdout == json.dumps(messages, indent=2, ensure_ascii=False) + "\n"
+
+
 def test_readers_work_while_a_writer_holds_the_lock(locked: str) -> None:
     """show, events, todos and sessions never take the writer lock."""
     for args in (["show", locked], ["events", locked], ["todos", locked], ["sessions"]):

@@ -168,6 +168,9 @@ def main() -> None:
         empty_home.mkdir()
         env = dict(os.environ)
         env.pop("HARNESS_DEV", None)  # production setting
+        # An installed harness has its bytecode compiled; without caches every command would
+        # compile each module it imports again (the warm-up round writes them).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         samples = measure(commands, rounds, env, empty_home)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -17,7 +17,13 @@ __all__ = ["events", "sessions", "show"]
 
 
 def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    """Indented JSON, UTF-8 as is: orjson writes what `json.dumps(indent=2)` would, faster."""
+    try:
+        encoded = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # an integer past 64 bits in a hand-edited log: json can still write it
+        encoded = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
+    sys.stdout.flush()
+    sys.stdout.buffer.write(encoded)
 
 
 # -- sessions --------------------------------------------------------------------------------
@@ -83,8 +89,10 @@ def show(args: Namespace) -> int:
 
 
 def events(args: Namespace) -> int:
-    app = App()
-    out = sys.stdout
-    for event in app.reader(args.id).events:
-        out.write(orjson.dumps(event.to_json()).decode() + "\n")
+    # Each well-formed envelope exactly as stored: the log wrote it with the encoding this
+    # command would use, so re-encoding every event would only cost time.
+    lines = App().reader(args.id, keep_lines=True).lines
+    assert lines is not None
+    sys.stdout.flush()
+    sys.stdout.buffer.writelines(line + b"\n" for line in lines)
     return 0

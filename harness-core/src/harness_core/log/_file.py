@@ -46,11 +46,12 @@ class LogWriteError(OSError):
 
 
 def parse_lines(
-    buf: bytes, first_seq: int = 0, first_line: int = 1
+    buf: bytes, first_seq: int = 0, first_line: int = 1, *, raw: list[bytes] | None = None
 ) -> tuple[list[Event], list[str]]:
     """Parse complete lines (`buf` must end at a newline or be empty).
 
     `first_line` is the file line number of `buf`'s first line, for the problems' messages.
+    `raw`, when given, receives each accepted line as stored (without its newline).
 
     This is the replay hot path, inlined on purpose: it runs once per event on open, and the
     benchmark holds it to within 2x of bare `orjson.loads`. A line that is not a well-formed
@@ -85,6 +86,8 @@ def parse_lines(
                 if seq != expected:
                     problems.append(f"line {number}: seq jumps from {expected - 1} to {seq}")
                 events.append(Event(seq, kind, ts, data, turn))
+                if raw is not None:
+                    raw.append(line)
                 expected = seq + 1
                 continue
         problems.append(f"line {number}: not a well-formed envelope in sequence; skipped")
@@ -94,11 +97,15 @@ def parse_lines(
 class SessionLog:
     """One session's event log, open for writing (locked) or reading."""
 
-    def __init__(self, path: Path, registry: EventTypeRegistry, fd: int | None) -> None:
+    def __init__(
+        self, path: Path, registry: EventTypeRegistry, fd: int | None, *, keep_lines: bool = False
+    ) -> None:
         self.path = path
         self.registry = registry
         self._fd = fd
         self.events: list[Event] = []
+        # Each event's line as stored, when a reader asked to keep them (`harness events`).
+        self.lines: list[bytes] | None = [] if keep_lines else None
         self.problems: list[str] = []
         self.projection = MessageProjection(registry.surface)
         self.listeners: list[Listener] = []
@@ -150,8 +157,12 @@ class SessionLog:
         *,
         writable: bool = True,
         observer: EventSink | None = None,
+        keep_lines: bool = False,
     ) -> SessionLog:
         """Open and replay a session. A writer takes the lock and moves a torn tail aside.
+
+        `keep_lines` keeps each event's line as stored in `lines`, for a reader that prints
+        them: it trusts what this version wrote instead of encoding every event again.
 
         `observer` sees every later append of a writer (a reader appends nothing). Only a
         regular file is opened (never through a symlink, see `_open.py`); a writer also
@@ -165,7 +176,7 @@ class SessionLog:
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 buf = handle.read()
             _check_header(path, buf, writable=writable)
-            log = cls(path, registry, fd if writable else None)
+            log = cls(path, registry, fd if writable else None, keep_lines=keep_lines)
             log._load(buf)
         except BaseException:
             os.close(fd)
@@ -193,8 +204,11 @@ class SessionLog:
         # cyclic collector would rescan the growing heap again and again for nothing, which
         # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
         with _gc_paused():
-            events, problems = parse_lines(buf, first_seq, self._lines + 1)
-            self.projection.fold_all(events)  # opening yields a ready projection
+            events, problems = parse_lines(buf, first_seq, self._lines + 1, raw=self.lines)
+            if self.lines is None:
+                self.projection.fold_all(events)  # opening yields a ready projection
+            else:  # a reader printing stored lines may never ask for the messages
+                self.projection.apply_all(events)
         self._size += len(buf)
         self._lines += buf.count(b"\n")
         known = self.registry.names()

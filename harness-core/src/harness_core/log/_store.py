@@ -112,9 +112,15 @@ class SessionStore:
             raise SessionNotFound(f"no session {session_id!r} in {self.directory}")
         return path
 
-    def open(self, session_id: str, *, writable: bool = True) -> SessionLog:
+    def open(
+        self, session_id: str, *, writable: bool = True, keep_lines: bool = False
+    ) -> SessionLog:
         return SessionLog.open(
-            self.path(session_id), self.registry, writable=writable, observer=self.on_append
+            self.path(session_id),
+            self.registry,
+            writable=writable,
+            observer=self.on_append,
+            keep_lines=keep_lines,
         )
 
     def list(self) -> list[SessionSummary]:
