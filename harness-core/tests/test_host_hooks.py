@@ -291,3 +291,32 @@ def test_subset_implementations_of_the_host_hooks(
     with pytest.raises(ValueError, match="lower-case letters"):
         Command("Bad_Name", "x", run)
     assert CommandError("x").status == 1
+
+
+def test_harness_snapshot_fields_merge_into_a_session_snapshot(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin, harness_home: Path
+) -> None:
+    """A SessionSnapshot folds the conversation and each plugin's fields; a field two plugins
+    set keeps the first plugin's value and says so."""
+    from harness_core.hosts import SessionSnapshot
+
+    class Twin(Counter):
+        name = "twin"
+
+    register_plugin(Counter())
+    register_plugin(Twin())
+    snapshot = SessionSnapshot(plugin_host.hooks.snapshot_fields())
+    with SessionStore(harness_home, plugin_host.event_types).create() as log:
+        write_turn(log, "one", 1)
+        for event in log.events:
+            snapshot.apply(event)
+    assert snapshot.seq == log.events[-1].seq
+    assert snapshot.fields() == {"prompts": 1}
+    (user, assistant) = snapshot.conversation.entries
+    assert (user.role, user.text, assistant.role, assistant.text) == (
+        "user",
+        "one",
+        "assistant",
+        "ok",
+    )
+    assert snapshot.conversation.turn.status == "completed"

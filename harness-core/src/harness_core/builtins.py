@@ -10,8 +10,8 @@ before the entry points), so the core exercises the same hooks a third-party plu
 
 from __future__ import annotations
 
+import importlib
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from .plugins import PluginContext, hookimpl
@@ -32,7 +32,7 @@ def add_to(host: PluginHost) -> PluginRecord:
     The host does not add it itself, so the plugin layer never imports the tools and models
     this plugin brings (the CLI's `App`, the test fixtures and embedding hosts call this).
     """
-    return host.add(sys.modules[__name__], dist="harness-core", entry_point=__name__)
+    return host.add(importlib.import_module(__name__), dist="harness-core", entry_point=__name__)
 
 
 @hookimpl

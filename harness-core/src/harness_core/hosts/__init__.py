@@ -18,6 +18,7 @@ from ._extensions import (
     TerminalStrip,
 )
 from ._sanitize import LABEL_WIDTH, clean, one_line
+from ._snapshot import SessionSnapshot
 
 __all__ = [
     "LABEL_WIDTH",
@@ -31,6 +32,7 @@ __all__ = [
     "Entry",
     "RowState",
     "SessionFold",
+    "SessionSnapshot",
     "SnapshotFields",
     "StripLine",
     "Styled",

@@ -83,8 +83,12 @@ def fake_distribution(
         return info
 
     yield install
+    # Forget only what the fake distribution brought: a core module first imported during the
+    # test stays, or later code holding it would find it missing from sys.modules.
     for module in set(sys.modules) - before:
-        del sys.modules[module]
+        origin = getattr(sys.modules[module], "__file__", None) or ""
+        if origin.startswith(str(site)):
+            del sys.modules[module]
 
 
 @pytest.fixture
