@@ -1,14 +1,16 @@
-"""`harness --help` and `--version` stay fast: they import no plugin and no heavy library."""
+"""`harness --help` and `--version` stay fast: they import no plugin and no heavy library; the
+query commands (`sessions`, `show --json`, `events`, `todos`) import no pydantic, tools or models."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from harness_core import __version__
-from test_cli_support import child_env, run_cli
+from test_cli_support import child_env, run_cli, session_ids, todo_call, write_script
 
 # Libraries a bare `--help` has no use for; each costs tens of milliseconds to import.
 HEAVY = ("pydantic", "pluggy", "rich", "openai", "httpx", "anyio", "orjson", "harness_tool_todo")
@@ -35,6 +37,45 @@ def test_help_and_version_import_nothing_heavy(flag: str) -> None:
     loaded = imported_after(flag)
     assert "harness_core" in loaded
     assert [name for name in HEAVY if name in loaded] == []
+
+
+# What reading a session has no use for: validation stays on the write path (pydantic), and
+# tools, models and the live display load only for the commands that run or render turns.
+NOT_FOR_QUERIES = ("pydantic", "rich", "openai", "httpx", "anyio")
+
+
+@pytest.fixture(scope="module")
+def planned_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A home with one session that wrote a plan, and the session's id."""
+    home = tmp_path_factory.mktemp("queries") / "harness-home"
+    script = write_script(
+        home.parent / "s.json",
+        [{"tool_calls": [todo_call(("Read", "pending"))]}, {"text": "Done."}],
+    )
+    result = run_cli("run", "--model", script, "plan", env={"HARNESS_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    return home, session_ids(home)[-1]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sessions"],
+        ["show", "ID", "--json"],
+        ["events", "ID"],
+        ["todos", "ID"],
+        ["todos", "ID", "--json"],
+    ],
+)
+def test_query_commands_import_no_validation_tools_or_models(
+    command: list[str], planned_session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading trusts what this version wrote: no pydantic, no openai, anyio or rich."""
+    home, session_id = planned_session
+    monkeypatch.setenv("HARNESS_HOME", str(home))
+    loaded = imported_after(*[session_id if arg == "ID" else arg for arg in command])
+    assert "harness_tool_todo" in loaded  # the plugin is registered (todos is its command)
+    assert [name for name in NOT_FOR_QUERIES if name in loaded] == []
 
 
 def test_version_prints_the_package_version() -> None:

@@ -86,12 +86,12 @@ def __getattr__(attribute: str) -> Any:
 def harness_event_types() -> Sequence[EventType]:
     from harness_core.log import EventType
 
-    from ._model import TodoWritePayload
-    from ._vocabulary import EVENT_TYPE, STATUSES, Status
+    from ._vocabulary import EVENT_TYPE
 
     # Not surface: a todo update never reaches derive_messages, so the model history (and the
-    # provider's prompt cache) only ever sees the tool call and its short result.
-    return [EventType(EVENT_TYPE, TodoWritePayload, surface=False)]
+    # provider's prompt cache) only ever sees the tool call and its short result. The payload
+    # model is named, not imported: reading a session (`harness events`) never loads pydantic.
+    return [EventType(EVENT_TYPE, f"{__name__}._model:TodoWritePayload", surface=False)]
 
 
 @hookimpl
