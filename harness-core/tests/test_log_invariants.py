@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from harness_core.log import (
     Event,
+    EventTypeRegistry,
     InvariantViolation,
     SessionLog,
     SessionStore,
@@ -177,3 +178,18 @@ def test_history_is_not_rechecked_on_open(
     with log_store.open(log.session_id) as reopened:
         assert len(reopened.events) == 3
         reopened.append("turn/start", {}, turn=1)
+
+
+def test_calls_outside_any_turn_in_a_damaged_log_do_not_block_the_next_turn(
+    log_store: SessionStore, log_registry: EventTypeRegistry
+) -> None:
+    """A garbled turn/start leaves a call outside any turn: a writer can still start a turn."""
+    with _in_turn(log_store) as log:
+        log.append("message/assistant", {"tool_calls": [CALL]}, turn=1)
+    lines = log.path.read_bytes().split(b"\n")
+    lines[1] = b"z" + lines[1][1:]  # found by tests/test_fuzz.py: the turn/start is not JSON
+    log.path.write_bytes(b"\n".join(lines))
+    with SessionLog.open(log.path, log_registry) as reopened:
+        reopened.append("turn/start", {}, turn=2)
+        reopened.append("message/user", {"text": "go on"}, turn=2)
+    assert reopened.projection.request_messages()[-1] == {"role": "user", "content": "go on"}

@@ -42,6 +42,11 @@ class InvariantChecker:
             start -= 1
         for event in events[max(start, 0) :]:
             checker.fold(event)
+        if checker.open_turn is None:
+            # Calls outside any open turn are damage (a garbled turn/start line), not a crash
+            # the loop can repair: no result could be appended to them inside a turn. The
+            # projection answers them as interrupted; the writer is not held to them.
+            checker.open_calls = set()
         return checker
 
     def fold(self, event: Event) -> None:
