@@ -97,11 +97,19 @@ def _home(home: Path) -> Iterator[None]:
 
 def harness(home: Path, *args: str) -> Outcome:
     """`harness ARGS` in this process, with HARNESS_HOME=home and captured output."""
-    out, err = io.StringIO(), io.StringIO()
+    # Text streams over bytes, as a process has: some commands write bytes to stdout.buffer.
+    out, err = (io.TextIOWrapper(io.BytesIO(), "utf-8", write_through=True) for _ in "12")
     start = time.monotonic()
     with _home(home), redirect_stdout(out), redirect_stderr(err):
         status = main(list(args))
-    return Outcome(args, status, out.getvalue(), err.getvalue(), time.monotonic() - start)
+    seconds = time.monotonic() - start
+    return Outcome(args, status, _text(out), _text(err), seconds)
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode("utf-8", "replace")
 
 
 def assert_well_behaved(outcome: Outcome) -> None:
