@@ -147,6 +147,22 @@ def test_lines_in_another_key_order_are_still_matched(tmp_path: Path) -> None:
     assert found is not None and found.data == {"text": "foreign"}
 
 
+def test_a_type_named_inside_a_payload_is_not_taken_for_the_event(tmp_path: Path) -> None:
+    """`"type":"test/note"` nested in a later event's data is passed over; spaced lines match."""
+    path = tmp_path / "nested.jsonl"
+    path.write_bytes(
+        b'{"seq": 1, "type": "test/note", "ts": "t", "data": {"text": "python json"}}\n'
+        b'{"seq":2,"type":"test/note","ts":"t","data":{"text":"the note"}}\n'
+        b'{"seq":3,"type":"tool/result","ts":"t","data":{"data":{"type":"test/note"}}}\n'
+        b'{"seq":4,"type":"message/user","ts":"t","data":{"text":"\\"type\\":\\"test/note\\""}}\n'
+    )
+    found = find_latest(path, ("test/note",))
+    assert found is not None and (found.seq, found.data) == (2, {"text": "the note"})
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[0] + b"\n")
+    found = find_latest(path, ("test/note",))
+    assert found is not None and found.data == {"text": "python json"}
+
+
 @pytest.mark.parametrize("query", [find_latest, last_event])
 def test_cost_does_not_grow_with_the_session(
     log_store: SessionStore,

@@ -22,8 +22,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._commands import run_plugin_command  # loads the plugins: only now
 
         return run_plugin_command(argv, word)
-    # Help (or no command at all) lists what plugins declare, without importing them.
-    parser = build_parser(declared=declared_commands() if word is None else ())
+    # Help (or no command at all) lists what plugins declare, without importing them; the
+    # metadata scan costs more than the rest of `--version`, which has no use for it.
+    listing = word is None and "--version" not in argv
+    parser = build_parser(declared=declared_commands() if listing else ())
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors end inside argparse

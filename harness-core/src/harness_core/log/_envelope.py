@@ -1,12 +1,12 @@
 """The on-disk envelope: one JSON object per line, `{"seq", "type", "ts", "data"}` + `"turn"`.
 
-Encoding writes the keys in that order so a reader scanning backwards can see an event's type
-from the first bytes of its line without parsing the payload (see `_tail.py`).
+Encoding writes the keys in that order, compactly, so every line this version writes spells
+its type the same way (`"type":"todo/write"`): a tail query finds candidate lines by searching
+the bytes for it (see `_tail.py`).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any, Final
 
@@ -106,7 +106,3 @@ def envelope_from_json(obj: Any) -> Event:
     if turn is not None and type(turn) is not int:
         raise EnvelopeError("'turn' is not an integer")
     return Event(seq, kind, ts, data, turn)
-
-
-# Matches the first bytes of a line this module wrote: `{"seq":12,"type":"todo/write"`.
-TYPE_PREFIX: Final = re.compile(rb'\{"seq":(\d+),"type":"((?:[^"\\]|\\.)*)"')
