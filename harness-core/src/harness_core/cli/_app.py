@@ -62,6 +62,7 @@ COMMANDS: Final = {
     "show": ("_inspect", "show"),
     "events": ("_inspect", "events"),
     "plugins": ("_plugins", "plugins"),
+    "serve": ("_serve", "serve"),
 }
 
 NO_MODEL: Final = (

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
 
-CORE_COMMANDS: Final = frozenset({"run", "chat", "demo", "sessions", "show", "events", "plugins"})
+CORE_COMMANDS: Final = frozenset(
+    {"run", "chat", "demo", "sessions", "show", "events", "plugins", "serve"}
+)
 
 DESCRIPTION: Final = """\
 An agent harness: a model works through tools in a session whose every step is an event in
@@ -101,6 +103,14 @@ def build_parser(
         "plugins", help="every discovered plugin: loaded, disabled or rejected, and why"
     )
     plugins.add_argument("--json", action="store_true", help="a JSON array of plugin records")
+    serve = commands.add_parser(
+        "serve", help="the web host: a live conversation page", description=SERVE
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
+    )
+    serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
     for command in plugin_commands:
         added = commands.add_parser(
             command.name,
@@ -136,3 +146,8 @@ DEMO: Final = """\
 Run the embedded scripted session: the model plans with todo_write, runs a few harmless bash
 commands, updates the plan as it goes and finishes. It needs no key and no network. The
 session is saved under a temporary HARNESS_HOME unless HARNESS_HOME is set."""
+
+SERVE: Final = """\
+Serve the web host: the sessions, a live conversation page, and the todo panel docked above
+the input. The first line on stdout is the URL to open, with a token every /api request needs
+(set HARNESS_WEB_TOKEN to fix it). Binds 127.0.0.1 unless --host says otherwise."""

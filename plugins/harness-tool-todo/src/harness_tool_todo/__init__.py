@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
-    from harness_core.hosts import Command, SnapshotFields, TerminalStrip
+    from harness_core.hosts import Command, DockEntry, SnapshotFields, TerminalStrip
     from harness_core.log import EventType
     from harness_core.plugins import PluginContext
 
@@ -66,6 +66,7 @@ __all__ = [
     "harness_register_tools",
     "harness_snapshot_fields",
     "harness_terminal_strip",
+    "harness_web_dock",
     "inject",
     "name",
     "render_checklist",
@@ -115,6 +116,14 @@ def harness_terminal_strip() -> TerminalStrip:
     from ._hosts import PlanStrip
 
     return PlanStrip()
+
+
+@hookimpl
+def harness_web_dock() -> Sequence[DockEntry]:
+    from harness_core.hosts import DockEntry
+
+    # Order -1: above the queue rows and any later entry in the dock.
+    return [DockEntry("conversation.input.dock", -1, __name__, "static/todo-dock.js")]
 
 
 @hookimpl

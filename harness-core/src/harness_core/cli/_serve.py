@@ -1,0 +1,93 @@
+"""`harness serve`: the web host on loopback, its URL (with the token) on stdout's first line."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sys
+from argparse import Namespace
+from typing import TYPE_CHECKING, Final
+
+from ._app import App, CliError
+
+if TYPE_CHECKING:
+    from ..models import Model
+
+__all__ = ["serve"]
+
+DEMO: Final = "demo"  # the model spec of the embedded demo script
+
+
+def serve(args: Namespace) -> int:
+    import uvicorn
+
+    from ..web import Hub, WebRuntime, create_app
+
+    app = App()
+    default = args.model or app.config.get("model")
+    runtime = WebRuntime(
+        store=app.store,
+        tools=app.host.tools,
+        snapshot_fields=app.host.hooks.snapshot_fields,
+        make_model=lambda spec: _model(app, spec or default),
+        default_model=default if isinstance(default, str) else None,
+        max_steps=app.max_steps(),
+        system_prompt=app.system_prompt(),
+        cwd=os.getcwd(),
+        demo_prompt=_demo_prompt(),
+    )
+    listener = _listen(args.host, args.port)
+    port = listener.getsockname()[1]
+    token = os.environ.get("HARNESS_WEB_TOKEN") or secrets.token_urlsafe(24)
+    asgi = create_app(
+        Hub(runtime), token=token, hosts=_hosts(args.host, port), dock=app.host.hooks.web_dock()
+    )
+    print(f"harness web: http://{args.host}:{port}/?token={token}", flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"harness: warning: serving on {args.host}: anyone who can reach it and has the "
+            "token can run tools on this machine",
+            file=sys.stderr,
+        )
+    config = uvicorn.Config(asgi, log_level="warning", lifespan="off")
+    uvicorn.Server(config).run(sockets=[listener])
+    return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        listener = socket.create_server((host, port), reuse_port=False)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return listener
+
+
+def _hosts(host: str, port: int) -> list[str]:
+    """The Host header values this server answers to (anything else is DNS rebinding)."""
+    names = {host}
+    if host in ("127.0.0.1", "localhost"):
+        names |= {"127.0.0.1", "localhost"}
+    return [f"{name}:{port}" for name in sorted(names)]
+
+
+def _demo_prompt() -> str:
+    from ._demo import demo_script
+
+    prompt: str = demo_script()["prompt"]
+    return prompt
+
+
+def _model(app: App, spec: str | None) -> Model:
+    """The model for a turn; every failure is a ValueError the API answers with 422."""
+    if spec == DEMO:
+        from ..models import ScriptedModel
+        from ._demo import demo_script
+
+        return ScriptedModel(demo_script()["steps"], name="scripted:demo")
+    if not spec:
+        raise ValueError('no model chosen: start harness serve with --model SPEC, or use "demo"')
+    try:
+        return app.model(spec, None)
+    except (CliError, RuntimeError) as exc:  # RuntimeError: a ModelError from a script file
+        raise ValueError(str(exc)) from None

@@ -1,0 +1,259 @@
+"""The web host's HTTP surface: the API, the event stream, the page and its assets.
+
+Security, in order: the Host header must name the served address (DNS rebinding), a POST's
+Origin must be the page's own (cross-site posts), and every `/api` request carries the token
+(`Authorization: Bearer`, or the cookie the page sets after `/?token=`). The page allows only
+its own scripts (Content-Security-Policy) and renders model text as text, never as HTML.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from importlib import resources
+from typing import Any, Final
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..hosts import DockEntry, one_line
+from ..log import NotASession, SessionLocked, SessionNotFound
+from ._hub import Hub
+
+__all__ = ["COOKIE", "create_app"]
+
+COOKIE: Final = "harness_token"
+CSP: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+HEARTBEAT: Final = 15  # seconds between comment lines on an idle event stream
+_STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(
+    hub: Hub, *, token: str, hosts: Sequence[str], dock: Sequence[tuple[str, DockEntry]]
+) -> Starlette:
+    """The ASGI app for `hub`: `hosts` are the Host values this server answers to."""
+    allowed = frozenset(hosts)
+    origins = frozenset(f"http://{host}" for host in hosts)
+    docked = {f"{plugin}/{entry.module}": entry for plugin, entry in dock}
+
+    def guard(handler: Handler, *, api: bool = True) -> Handler:
+        async def guarded(request: Request) -> Response:
+            if request.headers.get("host") not in allowed:
+                return _error(403, "this server answers only to its own address")
+            origin = request.headers.get("origin")
+            if request.method == "POST" and origin is not None and origin not in origins:
+                return _error(403, f"cross-site request from {origin} refused")
+            if api and not _authorized(request, token):
+                return _error(401, "missing or wrong token: open the URL harness serve printed")
+            try:
+                return await handler(request)
+            except SessionNotFound as exc:
+                return _error(404, str(exc))
+            except (SessionLocked, NotASession) as exc:
+                return _error(409, str(exc))
+
+        return guarded
+
+    async def index(request: Request) -> Response:
+        given = request.query_params.get("token")
+        if given is not None:
+            if not hmac.compare_digest(given, token):
+                return _error(401, "wrong token: open the URL harness serve printed")
+            response: Response = RedirectResponse("/", status_code=303)
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            return response
+        return _static("index.html")
+
+    async def asset(request: Request) -> Response:
+        return _static(request.path_params["name"])
+
+    async def dock_module(request: Request) -> Response:
+        entry = docked.get(request.path_params["path"])
+        if entry is None:
+            return _error(404, "no such dock module")
+        return _with_headers(Response(entry.resource().read_bytes(), media_type="text/javascript"))
+
+    async def config(request: Request) -> Response:
+        return JSONResponse({"model": hub.runtime.default_model, "demo": hub.runtime.demo_prompt})
+
+    async def dock_list(request: Request) -> Response:
+        entries = sorted(docked.items(), key=lambda item: item[1].order)
+        return JSONResponse(
+            [{"slot": e.slot, "order": e.order, "url": f"/dock/{key}"} for key, e in entries]
+        )
+
+    async def sessions(request: Request) -> Response:
+        if request.method == "POST":
+            body = await _body(request)
+            spec = _optional_str(body, "model")
+            hub.runtime.make_model(spec)  # refuse a model that cannot be built, before a session
+            return JSONResponse({"id": hub.create(spec)}, status_code=201)
+        listed = [
+            {"id": s.id, "title": s.title, "updated": s.updated, "events": s.events}
+            for s in hub.runtime.store.list()
+            if s.problem is None
+        ]
+        return JSONResponse({"sessions": listed})
+
+    async def history(request: Request) -> Response:
+        limit = _int_param(request, "limit", 50)
+        before = request.query_params.get("before")
+        page = hub.page(
+            request.path_params["id"],
+            limit=limit,
+            before=_int_param(request, "before", 0) if before is not None else None,
+        )
+        return JSONResponse(page)
+
+    async def turns(request: Request) -> Response:
+        body = await _body(request)
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise _Unprocessable("prompt must be a non-empty string")
+        result = hub.submit(request.path_params["id"], prompt, _optional_str(body, "model"))
+        return JSONResponse(result, status_code=202)
+
+    async def cancel(request: Request) -> Response:
+        return JSONResponse({"cancelled": hub.cancel(request.path_params["id"])})
+
+    async def events(request: Request) -> Response:
+        session_id = request.path_params["id"]
+        after = request.headers.get("last-event-id") or request.query_params.get("after")
+        try:
+            last = int(after) if after is not None else -1
+        except ValueError:
+            raise _Unprocessable("Last-Event-ID (or after) must be a seq number") from None
+        queue, backlog = hub.subscribe(session_id)
+        return EventSourceResponse(
+            _stream(hub, session_id, queue, backlog, last, request), ping=HEARTBEAT
+        )
+
+    def api(handler: Handler) -> Handler:
+        return _unprocessable(guard(handler))
+
+    return Starlette(
+        routes=[
+            Route("/", guard(index, api=False)),
+            Route("/static/{name}", guard(asset, api=False)),
+            Route("/dock/{path:path}", guard(dock_module, api=False)),
+            Route("/api/dock", api(dock_list)),
+            Route("/api/config", api(config)),
+            Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
+            Route("/api/sessions/{id}/history", api(history)),
+            Route("/api/sessions/{id}/events", api(events)),
+            Route("/api/sessions/{id}/turns", api(turns), methods=["POST"]),
+            Route("/api/sessions/{id}/cancel", api(cancel), methods=["POST"]),
+        ]
+    )
+
+
+async def _stream(
+    hub: Hub,
+    session_id: str,
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]],
+    backlog: Sequence[Any],
+    last: int,
+    request: Request,
+) -> AsyncIterator[ServerSentEvent]:
+    """What the client missed (seq > last), then everything live; a reconnect resumes."""
+    try:
+        for event in list(backlog):
+            if event.seq > last:
+                last = event.seq
+                yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
+        yield ServerSentEvent(json.dumps(hub.snapshot(hub.live(session_id))), event="snapshot")
+        while True:
+            kind, data = await queue.get()
+            if kind == "event":
+                if data["seq"] <= last:
+                    continue  # already sent from the backlog
+                last = data["seq"]
+                yield ServerSentEvent(json.dumps(data), id=str(last))
+            else:
+                yield ServerSentEvent(json.dumps(data), event=kind)
+    finally:
+        hub.unsubscribe(session_id, queue)
+
+
+class _Unprocessable(Exception):
+    """Malformed JSON or fields: 422 with a one-line reason."""
+
+
+def _unprocessable(handler: Handler) -> Handler:
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except _Unprocessable as exc:
+            return _error(422, str(exc))
+        except ValueError as exc:  # a model spec that cannot be built, a bad setting
+            return _error(422, str(exc))
+
+    return wrapped
+
+
+def _authorized(request: Request, token: str) -> bool:
+    header = request.headers.get("authorization", "")
+    given = header[7:] if header.startswith("Bearer ") else request.cookies.get(COOKIE, "")
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise _Unprocessable(f"the body is not valid JSON ({exc})") from None
+    if not isinstance(body, dict):
+        raise _Unprocessable("the body must be a JSON object")
+    return body
+
+
+def _optional_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _Unprocessable(f"{key} must be a string")
+    return value
+
+
+def _int_param(request: Request, key: str, default: int) -> int:
+    raw = request.query_params.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _Unprocessable(f"{key} must be an integer, got {raw!r}") from None
+    if value < 0 or (key == "limit" and not 1 <= value <= 1000):
+        raise _Unprocessable(f"{key} is out of range: {value}")
+    return value
+
+
+def _error(status: int, message: str) -> Response:
+    return _with_headers(JSONResponse({"error": one_line(message, 300)}, status_code=status))
+
+
+def _static(name: str) -> Response:
+    media = _STATIC.get(name)
+    if media is None:
+        return _error(404, "no such file")
+    body = resources.files(__package__).joinpath("static", name).read_bytes()
+    return _with_headers(Response(body, media_type=media))
+
+
+def _with_headers(response: Response) -> Response:
+    response.headers["content-security-policy"] = CSP
+    response.headers["x-content-type-options"] = "nosniff"
+    response.headers["referrer-policy"] = "no-referrer"
+    return response

@@ -1,0 +1,290 @@
+// The harness web page: sessions, a live conversation over Server-Sent Events, the input dock.
+// Model and tool text is only ever set as text (textContent), never parsed as HTML.
+
+const $ = (id) => document.getElementById(id);
+const state = { id: null, source: null, lastSeq: -1, rows: new Map(), streaming: "",
+                snapshotListeners: [], unmounts: [], config: { model: null, demo: null } };
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options,
+    headers: { "content-type": "application/json", ...(options.headers || {}) } });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+  return body;
+}
+
+function el(tag, attrs = {}, text) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function status(text) { $("status").textContent = text || ""; }
+
+// -- Markdown, safely: a small subset built from DOM nodes, never innerHTML ------------------
+
+function inline(parent, text) {
+  const pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*|\[[^\]]+\]\((https?:\/\/[^)\s]+)\))/g;
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    parent.append(text.slice(last, match.index));
+    const token = match[0];
+    if (token.startsWith("`")) parent.append(el("code", {}, token.slice(1, -1)));
+    else if (token.startsWith("**")) parent.append(el("strong", {}, token.slice(2, -2)));
+    else if (token.startsWith("*")) parent.append(el("em", {}, token.slice(1, -1)));
+    else {
+      const label = token.slice(1, token.indexOf("]("));
+      parent.append(el("a", { href: match[2], rel: "noopener noreferrer", target: "_blank" }, label));
+    }
+    last = match.index + token.length;
+  }
+  parent.append(text.slice(last));
+}
+
+function markdown(text) {
+  const root = document.createDocumentFragment();
+  const lines = text.split("\n");
+  let list = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.startsWith("```")) {
+      const code = [];
+      while (++i < lines.length && !lines[i].startsWith("```")) code.push(lines[i]);
+      const pre = el("pre"); pre.append(el("code", {}, code.join("\n"))); root.append(pre);
+      list = null; continue;
+    }
+    const heading = /^(#{1,4})\s+(.*)$/.exec(line);
+    const item = /^\s*(?:[-*]|\d+\.)\s+(.*)$/.exec(line);
+    if (heading) { const h = el(`h${heading[1].length + 2}`); inline(h, heading[2]); root.append(h); list = null; }
+    else if (item) {
+      if (!list) { list = el(/^\s*\d/.test(line) ? "ol" : "ul"); root.append(list); }
+      const li = el("li"); inline(li, item[1]); list.append(li);
+    } else if (line.trim()) { const p = el("p"); inline(p, line); root.append(p); list = null; }
+    else list = null;
+  }
+  return root;
+}
+
+// -- rendering events ------------------------------------------------------------------------
+
+function summaryOf(row) {
+  const label = row.label && row.label !== row.name ? row.label : "";
+  return [label, row.summary].filter(Boolean).join(" · ") || row.name;
+}
+
+function applyRow(row) {
+  const node = state.rows.get(row.call_id);
+  if (!node) return;
+  node.dataset.state = row.state;
+  node.querySelector("[data-testid=tool-summary]").textContent = summaryOf(row);
+}
+
+function toolRow(call) {
+  const row = el("div", { "data-testid": "tool-row", "data-tool": call.name, "data-state": "running",
+                          class: "tool-row" });
+  const details = el("details");
+  const head = el("summary");
+  head.append(el("span", { class: "mark" }), el("span", { class: "name" }, call.name),
+              el("span", { "data-testid": "tool-summary" }, call.name));
+  details.append(head, el("pre", { "data-testid": "tool-output" }, ""));
+  row.append(details);
+  state.rows.set(call.id, row);
+  return row;
+}
+
+function render(envelope, into) {
+  const data = envelope.data;
+  switch (envelope.type) {
+    case "message/user":
+      into.append(el("div", { "data-testid": "message", "data-role": "user", class: "message user" }, data.text));
+      break;
+    case "message/assistant": {
+      const message = el("div", { "data-testid": "message", "data-role": "assistant", class: "message assistant" });
+      if (data.reasoning_content) {
+        const thought = el("details", { class: "reasoning" });
+        thought.append(el("summary", {}, "reasoning"), el("div", {}, data.reasoning_content));
+        message.append(thought);
+      }
+      if (data.text) message.append(markdown(data.text));
+      into.append(message);
+      for (const call of data.tool_calls || []) into.append(toolRow(call));
+      break;
+    }
+    case "tool/result": {
+      const row = state.rows.get(data.call_id);
+      if (row) {
+        row.dataset.state = data.is_error ? "error" : "ok";
+        row.querySelector("[data-testid=tool-output]").textContent = data.text;
+      }
+      break;
+    }
+    case "turn/end":
+      if (data.status !== "completed") {
+        into.append(el("div", { class: "turn-note" }, `turn ${data.status}${data.error ? ": " + data.error : ""}`));
+      }
+      break;
+    case "context/compact":
+      into.append(el("div", { class: "turn-note" }, "context compacted"));
+      break;
+  }
+}
+
+function live(envelope) {
+  if (envelope.seq <= state.lastSeq) return;  // already shown (a reconnect resends)
+  state.lastSeq = envelope.seq;
+  if (envelope.type === "message/assistant") endStreaming();
+  render(envelope, $("messages"));
+  $("messages").scrollTop = $("messages").scrollHeight;
+}
+
+function streamDelta(delta) {
+  if (delta.kind !== "text") return;
+  state.streaming += delta.text;
+  const box = $("streaming");
+  box.hidden = false;
+  box.textContent = state.streaming;
+}
+
+function endStreaming() {
+  state.streaming = "";
+  $("streaming").hidden = true;
+  $("streaming").textContent = "";
+}
+
+function applySnapshot(snapshot) {
+  $("cancel").disabled = !snapshot.running;
+  const queue = $("queue");
+  queue.replaceChildren(...(snapshot.queued || []).map((prompt) =>
+    el("li", { "data-testid": "queue-item" }, prompt)));
+  for (const listener of state.snapshotListeners) listener(snapshot);
+}
+
+// -- the dock: plugins' panels above the prompt ---------------------------------------------
+
+async function mountDock(sessionId) {
+  for (const unmount of state.unmounts) unmount();
+  state.unmounts = [];
+  state.snapshotListeners = [];
+  const slot = $("dock-slot");
+  slot.replaceChildren();
+  const entries = await api("/api/dock");
+  for (const entry of entries.filter((e) => e.slot === "conversation.input.dock")) {
+    const box = el("div", { class: "dock-entry" });
+    slot.append(box);
+    try {
+      const module = await import(entry.url);
+      const unmount = module.mount(box, {
+        sessionId,
+        onSnapshot: (listener) => state.snapshotListeners.push(listener),
+        storage: {
+          get: (key) => localStorage.getItem(`harness:${sessionId}:${key}`),
+          set: (key, value) => localStorage.setItem(`harness:${sessionId}:${key}`, value),
+        },
+      });
+      if (typeof unmount === "function") state.unmounts.push(unmount);
+    } catch (error) {
+      console.error("dock entry failed", entry.url, error);
+    }
+  }
+}
+
+// -- sessions --------------------------------------------------------------------------------
+
+async function listSessions() {
+  const { sessions } = await api("/api/sessions");
+  $("sessions").replaceChildren(...sessions.map((s) => {
+    const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
+                    s.title || "(no prompt yet)");
+    if (s.id === state.id) link.classList.add("current");
+    link.append(el("small", {}, `${s.updated.slice(0, 19).replace("T", " ")} · ${s.events} events`));
+    return link;
+  }));
+}
+
+function prepend(events) {
+  const fragment = document.createDocumentFragment();
+  for (const envelope of events) render(envelope, fragment);
+  $("messages").prepend(fragment);
+}
+
+async function openSession(id) {
+  if (state.source) state.source.close();
+  Object.assign(state, { id, lastSeq: -1, rows: new Map() });
+  endStreaming();
+  $("messages").replaceChildren();
+  await mountDock(id);
+  const page = await api(`/api/sessions/${id}/history?limit=200`);
+  for (const envelope of page.events) live(envelope);
+  for (const row of Object.values(page.rows || {})) applyRow(row);
+  applySnapshot(page.snapshot);
+  showOlder(page.before);
+  connect(id);
+  listSessions();
+}
+
+function showOlder(before) {
+  const button = $("older");
+  button.hidden = before === null;
+  button.onclick = async () => {
+    const page = await api(`/api/sessions/${state.id}/history?before=${before}&limit=200`);
+    prepend(page.events);
+    for (const row of Object.values(page.rows || {})) applyRow(row);
+    showOlder(page.before);
+  };
+}
+
+function connect(id) {
+  const source = new EventSource(`/api/sessions/${id}/events?after=${state.lastSeq}`);
+  state.source = source;
+  source.onopen = () => status("");
+  source.onerror = () => status("connection lost: reconnecting…");
+  source.onmessage = (message) => live(JSON.parse(message.data));
+  source.addEventListener("delta", (message) => streamDelta(JSON.parse(message.data)));
+  source.addEventListener("row", (message) => applyRow(JSON.parse(message.data)));
+  source.addEventListener("snapshot", (message) => applySnapshot(JSON.parse(message.data)));
+}
+
+async function send(prompt, model) {
+  const body = model ? { prompt, model } : { prompt };
+  await api(`/api/sessions/${state.id}/turns`, { method: "POST", body: JSON.stringify(body) });
+}
+
+async function newSession(model) {
+  const { id } = await api("/api/sessions", { method: "POST", body: JSON.stringify(model ? { model } : {}) });
+  location.hash = `#/s/${id}`;
+  return id;
+}
+
+function route() {
+  const match = /^#\/s\/([A-Za-z0-9._-]+)$/.exec(location.hash);
+  if (match && match[1] !== state.id) openSession(match[1]).catch((e) => status(e.message));
+}
+
+async function start() {
+  state.config = await api("/api/config");
+  $("demo").hidden = state.config.model !== null;
+  $("demo").onclick = async () => {
+    const id = await newSession("demo");
+    await openSession(id);
+    await send(state.config.demo);
+  };
+  $("new-session").onclick = () => newSession(null).catch((e) => status(e.message));
+  $("composer").onsubmit = (event) => {
+    event.preventDefault();
+    const prompt = $("prompt").value;
+    if (!prompt.trim() || !state.id) return;
+    $("prompt").value = "";
+    send(prompt).catch((e) => status(e.message));
+  };
+  $("prompt").onkeydown = (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
+  };
+  $("cancel").onclick = () => api(`/api/sessions/${state.id}/cancel`, { method: "POST" })
+    .catch((e) => status(e.message));
+  window.addEventListener("hashchange", route);
+  await listSessions();
+  route();
+}
+
+start().catch((error) => status(error.message));

@@ -1,0 +1,110 @@
+"""Helpers the web host tests share (no tests here): a real `harness serve` subprocess."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from test_cli_support import HARNESS, child_env
+
+URL_LINE = re.compile(r"harness web: (http://(127\.0\.0\.1|localhost):(\d+)/)\?token=(\S+)$")
+
+
+@dataclass
+class Served:
+    """A running `harness serve`: its base URL, token and an authorized client."""
+
+    url: str
+    token: str
+    home: Path
+    process: subprocess.Popen[str]
+
+    @property
+    def host(self) -> str:
+        return self.url.split("//", 1)[1].rstrip("/")
+
+    def client(self, *, token: bool = True) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=20)
+
+    def wait_idle(self, session_id: str, timeout: float = 20) -> dict[str, Any]:
+        """The tail page once no turn runs and nothing is queued."""
+        deadline = time.monotonic() + timeout
+        with self.client() as client:
+            while True:
+                page: dict[str, Any] = client.get(
+                    f"/api/sessions/{session_id}/history", params={"limit": 1000}
+                ).json()
+                snapshot = page["snapshot"]
+                if not snapshot["running"] and not snapshot["queued"]:
+                    return page
+                assert time.monotonic() < deadline, f"still running: {snapshot}"
+                time.sleep(0.05)
+
+
+@contextmanager
+def serve(home: Path, *args: str, env: Mapping[str, str | None] | None = None) -> Iterator[Served]:
+    """`harness serve --port 0 ARGS` with HARNESS_HOME=home, stopped (SIGINT) at the end."""
+    process = subprocess.Popen(
+        [HARNESS, "serve", "--port", "0", *args],
+        env=child_env({"HARNESS_HOME": str(home), **(env or {})}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=home.parent,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    match = URL_LINE.fullmatch(line)
+    if match is None:
+        process.kill()
+        raise AssertionError(f"first line {line!r}; stderr: {process.communicate()[1]}")
+    try:
+        yield Served(match[1], match[4], home, process)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=10)  # reads both pipes to the end and closes them
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
+def sse_events(response: httpx.Response, *, until: int) -> list[dict[str, Any]]:
+    """Parse a streaming SSE response until an envelope with seq `until` arrived."""
+    received: list[dict[str, Any]] = []
+    fields: dict[str, str] = {}
+    for line in response.iter_lines():
+        if line:
+            name, _, value = line.partition(":")
+            fields[name] = value.removeprefix(" ")
+            continue
+        if "data" in fields:
+            received.append(
+                {
+                    "event": fields.get("event", "message"),
+                    "id": fields.get("id"),
+                    "data": json.loads(fields["data"]),
+                }
+            )
+            if received[-1]["event"] == "message" and received[-1]["data"]["seq"] >= until:
+                return received
+        fields = {}
+    return received
+
+
+def write_script_file(path: Path, steps: list[dict[str, Any]]) -> str:
+    path.write_text(json.dumps({"steps": steps}), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+__all__ = ["Served", "serve", "sse_events", "write_script_file"]
