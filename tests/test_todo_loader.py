@@ -48,6 +48,7 @@ def test_loads_through_the_entry_point(harness_home: Path) -> None:
         "harness_register_tools",
         "harness_snapshot_fields",
         "harness_terminal_strip",
+        "harness_web_dock",
     ]
     assert record.tools == ["todo_write"]
     assert host.tools.provider("todo_write") == "todo"
