@@ -86,7 +86,7 @@ def test_version_prints_the_package_version() -> None:
 
 
 def test_help_lists_every_contract_command() -> None:
-    """`harness --help` names each command of ARCHITECTURE §9, plus chat."""
+    """`harness --help` names each command the README's Commands table lists."""
     result = run_cli("--help")
     assert result.returncode == 0
     for command in ("run", "demo", "sessions", "show", "todos", "events", "plugins", "chat"):

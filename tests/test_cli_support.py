@@ -60,7 +60,7 @@ def child_env(overrides: Mapping[str, str | None] | None = None) -> dict[str, st
 
 
 def write_script(path: Path, steps: Sequence[Mapping[str, Any]]) -> str:
-    """Write a scripted-model file (ARCHITECTURE §9) and return its `--model` spec."""
+    """Write a scripted-model file (docs/loop.md) and return its `--model` spec."""
     path.write_text(json.dumps({"steps": list(steps)}), encoding="utf-8")
     return f"scripted:{path}"
 

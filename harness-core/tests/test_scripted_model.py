@@ -1,4 +1,4 @@
-"""ScriptedModel: the §9 file format, strictness, streaming, and the provider-style checks."""
+"""ScriptedModel: the docs/loop.md file format, strictness, streaming, provider-style checks."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import anyio
 import pytest
 from harness_core.models import ModelError, ScriptedModel, ScriptError
 
-CONTRACT_EXAMPLE = """\
-{"steps": [
-  {"tool_calls": [{"name": "todo_write", "arguments": {"todos": [{"content": "Read the code", "status": "in_progress"}]}}]},
-  {"tool_calls": [{"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}]},
-  {"text": "Done."}
-]}
-"""
+# The file format's example, as docs/loop.md shows it under "The scripted model".
+LOOP_DOC = Path(__file__).resolve().parents[2] / "docs" / "loop.md"
+CONTRACT_EXAMPLE = (
+    LOOP_DOC.read_text(encoding="utf-8")
+    .split("## The scripted model", 1)[1]
+    .split("```json\n", 1)[1]
+    .split("```", 1)[0]
+)
 
 Message = dict[str, Any]
 
@@ -38,7 +39,7 @@ def tool(call_id: str) -> Message:
 
 
 async def test_reads_the_contract_example(tmp_path: Path) -> None:
-    """The ARCHITECTURE §9 example loads: object arguments become JSON, strings stay raw."""
+    """The docs/loop.md example loads: object arguments become JSON, strings stay raw."""
     path = tmp_path / "script.json"
     path.write_text(CONTRACT_EXAMPLE, encoding="utf-8")
     model = ScriptedModel.from_file(path)

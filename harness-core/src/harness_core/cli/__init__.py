@@ -1,4 +1,4 @@
-"""The `harness` command line (ARCHITECTURE §9): parse here, run the command module lazily.
+"""The `harness` command line (README "Commands"): parse here, run the command module lazily.
 
 `harness --help` and `--version` stay fast: this module and `_parser` import only argparse,
 never pydantic, pluggy, rich, the openai SDK or a plugin (tests/test_cli_startup.py checks).

@@ -1,6 +1,6 @@
 """One invocation's wiring, and the error boundary every command runs inside.
 
-`App` builds what the commands share, in the order ARCHITECTURE §8 describes: the config of
+`App` builds what the commands share, in the order docs/architecture.md describes: the config of
 HARNESS_HOME, a plugin host with the built-in plugin and every installed plugin registered
 (their event types and tools materialise when a command first needs them), the session store,
 and on demand a model and an agent. `dispatch` turns each expected

@@ -1,4 +1,4 @@
-"""The command line's grammar (ARCHITECTURE §9). argparse only: this runs for `--help`."""
+"""The command line's grammar (README "Commands"). argparse only: this runs for `--help`."""
 
 from __future__ import annotations
 

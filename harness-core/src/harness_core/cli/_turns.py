@@ -164,6 +164,6 @@ class TurnDriver:
 
 
 def unconsumed_steps(model: Model) -> int:
-    """Steps a scripted model still holds after a run (a contract error, ARCHITECTURE §9)."""
+    """Steps a scripted model still holds after a run (a contract error, docs/loop.md)."""
     remaining = getattr(model, "remaining", 0)
     return remaining if isinstance(remaining, int) else 0

@@ -1,6 +1,6 @@
 """A strict scripted model: plays a JSON script of responses in order.
 
-File format (a contract, ARCHITECTURE §9):
+File format (a contract, docs/loop.md "The scripted model"):
 
     {"steps": [
       {"tool_calls": [{"name": "todo_write", "arguments": {"todos": [...]}}]},
