@@ -167,11 +167,14 @@ async def _stream(
 ) -> AsyncIterator[ServerSentEvent]:
     """What the client missed (seq > last), then everything live; a reconnect resumes."""
     try:
-        for event in list(backlog):
-            if event.seq > last:
-                last = event.seq
-                yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
-        yield ServerSentEvent(json.dumps(hub.snapshot(hub.live(session_id))), event="snapshot")
+        missed = [event for event in list(backlog) if event.seq > last]
+        for event in missed:
+            yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
+        last = missed[-1].seq if missed else last
+        live = hub.live(session_id)
+        for row in hub.rows(live, missed).values():  # the rows those events make or finish
+            yield ServerSentEvent(json.dumps(row), event="row")
+        yield ServerSentEvent(json.dumps(hub.snapshot(live)), event="snapshot")
         while True:
             kind, data = await queue.get()
             if kind == "event":

@@ -13,7 +13,7 @@ import asyncio
 import bisect
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -101,24 +101,28 @@ class Hub:
         end = len(events) if before is None else bisect.bisect_left(events, before, key=seq_of)
         start = max(0, end - limit)
         page = events[start:end]
-        calls = {str(e.data.get("call_id")) for e in page if e.type == "tool/result"}
+        return {
+            "events": [event.to_json() for event in page],
+            "before": page[0].seq if start > 0 else None,
+            "snapshot": self.snapshot(live) if before is None else None,
+            "rows": self.rows(live, page),
+        }
+
+    def rows(self, live: _Live, events: Sequence[Event]) -> dict[str, dict[str, Any]]:
+        """The tool rows of the calls that `events` make or answer, by call id."""
+        calls = {str(e.data.get("call_id")) for e in events if e.type == "tool/result"}
         calls |= {
             str(call.get("id"))
-            for e in page
+            for e in events
             if e.type == "message/assistant"
             for call in e.data.get("tool_calls") or ()
             if isinstance(call, dict)
         }
         return {
-            "events": [event.to_json() for event in page],
-            "before": page[0].seq if start > 0 else None,
-            "snapshot": self.snapshot(live) if before is None else None,
-            "rows": {
-                row.call_id: self.row(row)
-                for entry in live.snapshot.conversation.entries
-                for row in entry.rows
-                if row.call_id in calls
-            },
+            row.call_id: self.row(row)
+            for entry in live.snapshot.conversation.entries
+            for row in entry.rows
+            if row.call_id in calls
         }
 
     def snapshot(self, live: _Live) -> dict[str, Any]:

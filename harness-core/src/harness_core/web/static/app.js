@@ -220,6 +220,7 @@ async function openSession(id) {
   applySnapshot(page.snapshot);
   showOlder(page.before);
   connect(id);
+  document.body.dataset.session = id;  // the page shows this session now (tests wait on it)
   listSessions();
 }
 

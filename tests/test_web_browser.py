@@ -1,0 +1,186 @@
+"""The web page in a real browser: Chromium from the OS, driven by Playwright.
+
+They pin what a person sees: the TodoRow summary and state, the docked plan panel's content,
+its live update when the model writes again, the collapse round trip (also across a reload),
+the panel leaving at the next turn, the embedded demo, and hostile text shown as text.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_cli_support import bash_call, todo_call
+from web_support import Served, serve, write_script_file
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# The probe's flags: no sandbox as root, and no background traffic on a closed network.
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+if CHROMIUM is None and not os.environ.get("CI"):
+    pytest.skip("no chromium on this machine (.ci/run installs it)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    assert CHROMIUM is not None, "CI must install chromium (.ci/run does)"
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    context = browser.new_context(viewport={"width": 1200, "height": 800})  # type: ignore[attr-defined]
+    opened = context.new_page()
+    opened.on("dialog", lambda dialog: dialog.dismiss())
+    yield opened
+    context.close()
+
+
+def open_session(page: object, served: Served, session: str) -> None:
+    page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+    page.goto(f"{served.url}#/s/{session}")  # type: ignore[attr-defined]
+    page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]
+
+
+def send(page: object, prompt: str) -> None:
+    page.fill("[data-testid=prompt]", prompt)  # type: ignore[attr-defined]
+    page.press("[data-testid=prompt]", "Enter")  # type: ignore[attr-defined]
+
+
+PLAN = [
+    {
+        "text": "A plan.",
+        "tool_calls": [todo_call(("Read the code", "in_progress"), ("Fix it", "pending"))],
+    },
+    {"tool_calls": [bash_call("sleep 1.5")]},
+    {"tool_calls": [todo_call(("Read the code", "completed"), ("Fix it", "in_progress"))]},
+    {"tool_calls": [bash_call("sleep 1.5")]},
+    {"text": "Half way there."},
+    {"text": "A new turn, no plan yet."},
+]
+
+
+def test_the_plan_panel_fills_in_live_collapses_and_clears_at_the_next_turn(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """TodoRow summary and state, the docked panel, its live update, collapse across a reload,
+    and the panel leaving when the next turn starts."""
+    expect = playwright_api.expect
+    model = write_script_file(tmp_path / "plan.json", PLAN)
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Fix the bug")
+        dock = page.locator("[data-testid=input-dock] [data-testid=todo-dock]")  # type: ignore[attr-defined]
+        expect(dock.locator("[data-testid=todo-summary]")).to_contain_text("0/2", timeout=15000)
+        expect(dock.locator("[data-testid=todo-summary]")).to_contain_text("Read the code")
+        items = dock.locator("[data-testid=todo-item]")
+        expect(items).to_have_count(2)
+        expect(items.nth(0)).to_have_attribute("data-status", "in_progress")
+        expect(items.nth(1)).to_have_text("Fix it")
+        first_row = page.locator("[data-testid=tool-row][data-tool=todo_write]").first  # type: ignore[attr-defined]
+        expect(first_row).to_have_attribute("data-state", "ok")
+        expect(first_row.locator("[data-testid=tool-summary]")).to_contain_text("Plan 0/2 done")
+        # The model writes again while the page is open: the panel follows, live.
+        expect(dock.locator("[data-testid=todo-summary]")).to_contain_text("1/2", timeout=15000)
+        expect(items.nth(0)).to_have_attribute("data-status", "completed")
+        toggle = dock.locator("[data-testid=todo-toggle]")
+        expect(toggle).to_have_attribute("aria-expanded", "true")
+        toggle.click()
+        expect(toggle).to_have_attribute("aria-expanded", "false")
+        expect(items).to_have_count(0)
+        expect(dock.locator("[data-testid=todo-summary]")).to_contain_text("1/2")
+        served.wait_idle(session)
+        page.reload()  # type: ignore[attr-defined]
+        expect(dock.locator("[data-testid=todo-toggle]")).to_have_attribute(
+            "aria-expanded", "false"
+        )
+        expect(items).to_have_count(0)
+        dock.locator("[data-testid=todo-toggle]").click()
+        expect(items).to_have_count(2)
+        send(page, "And now?")
+        expect(page.locator("[data-testid=message][data-role=assistant]").last).to_have_text(  # type: ignore[attr-defined]
+            "A new turn, no plan yet.", timeout=15000
+        )
+        expect(dock).to_have_count(0)
+
+
+def test_the_embedded_demo_runs_without_a_model(page: object, harness_home: Path) -> None:
+    """No model configured: the page offers the demo, whose plan fills in to 4/4."""
+    expect = playwright_api.expect
+    with serve(harness_home) as served:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        page.click("[data-testid=demo]")  # type: ignore[attr-defined]
+        summary = page.locator("[data-testid=todo-summary]")  # type: ignore[attr-defined]
+        expect(summary).to_contain_text("4/4", timeout=20000)
+        rows = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(rows).to_have_count(3)
+        expect(page.locator("[data-testid=session-link]")).to_have_count(1)  # type: ignore[attr-defined]
+
+
+HOSTILE = "<img src=x onerror=\"window.__xss='task'\">"
+HOSTILE_SCRIPT = [
+    {
+        "text": "<b onmouseover=\"window.__xss='text'\">bold?</b> **really bold**",
+        "tool_calls": [
+            todo_call((HOSTILE, "in_progress")),
+            bash_call("printf '<script>window.__xss=\"output\"</script>'"),
+        ],
+    },
+    {"text": "Done."},
+]
+
+
+def test_model_and_tool_text_is_never_run_as_html(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """A hostile task name, tool output and assistant text show as text and run nothing."""
+    expect = playwright_api.expect
+    model = write_script_file(tmp_path / "hostile.json", HOSTILE_SCRIPT)
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "go")
+        expect(page.locator("[data-testid=todo-item]")).to_have_text(HOSTILE, timeout=15000)  # type: ignore[attr-defined]
+        served.wait_idle(session)
+        assistant = page.locator("[data-testid=message][data-role=assistant]").first  # type: ignore[attr-defined]
+        expect(assistant).to_contain_text("<b onmouseover=\"window.__xss='text'\">bold?</b>")
+        expect(assistant.locator("strong")).to_have_text("really bold")
+        output = page.locator("[data-testid=tool-row][data-tool=bash] [data-testid=tool-output]")  # type: ignore[attr-defined]
+        expect(output).to_contain_text("<script>", use_inner_text=False)
+        page.hover("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        assert page.evaluate("window.__xss") is None  # type: ignore[attr-defined]
+        assert page.locator("img").count() == 0  # type: ignore[attr-defined]
+
+
+def test_without_the_todo_plugin_the_page_works_and_shows_no_panel(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """HARNESS_DISABLE_PLUGINS=todo: the conversation renders; no dock panel appears."""
+    expect = playwright_api.expect
+    model = write_script_file(tmp_path / "plain.json", [{"text": "Hello there."}])
+    env = {"HARNESS_DISABLE_PLUGINS": "todo"}
+    with serve(harness_home, "--model", model, env=env) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "hi")
+        expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_text(  # type: ignore[attr-defined]
+            "Hello there.", timeout=15000
+        )
+        expect(page.locator("[data-testid=todo-dock]")).to_have_count(0)  # type: ignore[attr-defined]
