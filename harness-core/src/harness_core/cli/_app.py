@@ -63,6 +63,7 @@ COMMANDS: Final = {
     "events": ("_inspect", "events"),
     "plugins": ("_plugins", "plugins"),
     "serve": ("_serve", "serve"),
+    "acp": ("_acp", "acp"),
 }
 
 NO_MODEL: Final = (

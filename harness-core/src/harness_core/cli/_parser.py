@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
 
 CORE_COMMANDS: Final = frozenset(
-    {"run", "chat", "demo", "sessions", "show", "events", "plugins", "serve"}
+    {"run", "chat", "demo", "sessions", "show", "events", "plugins", "serve", "acp"}
 )
 
 DESCRIPTION: Final = """\
@@ -111,6 +111,12 @@ def build_parser(
         "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
     )
     serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
+    bridge = commands.add_parser(
+        "acp", help="an Agent Client Protocol agent on stdio (editors, CI)", description=ACP
+    )
+    bridge.add_argument(
+        "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
+    )
     for command in plugin_commands:
         added = commands.add_parser(
             command.name,
@@ -151,3 +157,8 @@ SERVE: Final = """\
 Serve the web host: the sessions, a live conversation page, and the todo panel docked above
 the input. The first line on stdout is the URL to open, with a token every /api request needs
 (set HARNESS_WEB_TOKEN to fix it). Binds 127.0.0.1 unless --host says otherwise."""
+
+ACP: Final = """\
+Serve the Agent Client Protocol on stdin/stdout for an editor or orchestrator that launches
+harness as its agent. stdout carries JSON-RPC only; logs and anything a plugin prints go to
+stderr. Tools run without asking and the todo plan is not sent: see docs/acp.md."""

@@ -56,6 +56,7 @@ class SessionSummary:
     parent_session: str | None
     path: Path
     problem: str | None = None  # why the file cannot be listed as a session; None when it can
+    cwd: str | None = None  # the working directory its tools run in (session/start)
 
 
 class SessionStore:
@@ -162,6 +163,7 @@ def _summarize(path: Path) -> SessionSummary | None:
         title=_first_prompt(lines[1:-1]),
         parent_session=header.data.get("parent_session"),
         path=path,
+        cwd=header.data.get("cwd"),
     )
 
 

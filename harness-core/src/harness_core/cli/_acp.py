@@ -1,0 +1,167 @@
+"""`harness acp`: an Agent Client Protocol agent on stdio, for editors and orchestrators.
+
+stdout is the protocol. Before anything else runs (plugins load, tools print, libraries log)
+the process keeps private copies of its stdin and stdout for JSON-RPC and points file
+descriptors 0 and 1 at /dev/null and stderr: a plugin's `print`, a C extension writing to
+fd 1 or a child process that inherits it cannot put a stray byte into the protocol stream.
+
+The SDK's stdio transport skips a line that is not JSON without answering, and a line that is
+JSON but not an object ends its receive loop; `_Lines` answers both with a JSON-RPC error
+(-32700, -32600) and keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from argparse import Namespace
+from typing import Any, Final, cast
+
+from ._app import App
+
+__all__ = ["acp"]
+
+logger = logging.getLogger("harness.acp")
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+
+
+def acp(args: Namespace) -> int:
+    protocol_in, protocol_out = _claim_stdio()
+    app = App()  # plugins load here: whatever they print goes to stderr now
+    asyncio.run(_serve(app, args.model, protocol_in, protocol_out))
+    return 0
+
+
+def _claim_stdio() -> tuple[int, int]:
+    """Private copies of fds 0 and 1 for the protocol; 0 becomes /dev/null, 1 stderr."""
+    sys.stdout.flush()
+    protocol_in, protocol_out = os.dup(0), os.dup(1)  # not inherited by child processes
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return protocol_in, protocol_out
+
+
+async def _serve(app: App, model_flag: str | None, protocol_in: int, protocol_out: int) -> None:
+    from acp.agent.connection import AgentSideConnection
+
+    from ._acp_bridge import Bridge
+
+    bridge = Bridge(app, model_flag)
+    lines = _Lines(protocol_in, protocol_out)
+    # Bridge implements only the methods it serves (see _acp_bridge), so it is not the SDK's
+    # full Agent protocol as far as a type checker knows; the SDK routes by attribute.
+    connection = AgentSideConnection(cast(Any, bridge), lines, listening=False)
+    loop = asyncio.get_running_loop()
+    serving = asyncio.current_task()
+    assert serving is not None
+    # SIGTERM and SIGINT end the bridge like the client closing stdin: running turns end
+    # `cancelled` with their calls answered, and every session's lock is released.
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(signum, serving.cancel)
+    try:
+        await connection.listen()
+    except asyncio.CancelledError:
+        pass
+    finally:
+        # Cancels the prompts still running: their turns close on the log before this returns.
+        await connection.close()
+        await bridge.aclose()
+
+
+class _Lines:
+    """Newline-delimited JSON-RPC on two file descriptors (the SDK's message `Transport`).
+
+    Input is read by a thread, so stdin may be a pipe, a file or a terminal alike; output is
+    written whole, line by line, so concurrent notifications never interleave.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self._write_fd = write_fd
+        self._closed = False
+        self._unanswered: set[int | str] = set()  # ids of the client's requests
+        self._answered = asyncio.Event()
+        self._incoming: asyncio.Queue[bytes | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        reader = threading.Thread(
+            target=self._read, args=(read_fd, loop), name="acp stdin", daemon=True
+        )
+        reader.start()
+
+    def _read(self, read_fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        with open(read_fd, "rb", buffering=1 << 16) as stream:
+            for line in stream:
+                loop.call_soon_threadsafe(self._incoming.put_nowait, line)
+        loop.call_soon_threadsafe(self._incoming.put_nowait, None)
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._incoming.get()
+            if line is None:
+                # End of input: the client has said everything. Requests it sent are still
+                # answered (a piped script gets its replies); then the bridge ends.
+                while self._unanswered and not self._closed:
+                    await self._answered.wait()
+                    self._answered.clear()
+                return None
+            if not line.strip():
+                continue
+            message, problem = _parse(line)
+            if message is None:
+                await self.send(problem)
+                continue
+            if "method" in message and "id" in message:
+                self._unanswered.add(message["id"])
+            return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self._closed:
+            return
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._write_fd, view) :]
+        except OSError as exc:  # the client closed its end: nothing more can reach it
+            logger.debug("the client stopped reading: %s", exc)
+            self._closed = True
+        if "method" not in message and message.get("id") in self._unanswered:
+            self._unanswered.discard(message["id"])
+        self._answered.set()
+
+    async def close(self) -> None:
+        self._closed = True
+
+
+def _parse(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(message, None) for a well-formed JSON-RPC message, else (None, the error to answer)."""
+    try:
+        message = json.loads(line)
+    except ValueError as exc:
+        return None, _error(None, PARSE_ERROR, f"Parse error: {exc}")
+    if not isinstance(message, dict):
+        return None, _error(None, INVALID_REQUEST, "Invalid Request: not a JSON object")
+    request_id = message.get("id")
+    if request_id is not None and (
+        isinstance(request_id, bool) or not isinstance(request_id, int | str)
+    ):
+        return None, _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or number")
+    method = message.get("method")
+    is_response = "id" in message and ("result" in message or "error" in message)
+    if message.get("jsonrpc") != "2.0" or not (isinstance(method, str) or is_response):
+        return None, _error(
+            request_id, INVALID_REQUEST, 'Invalid Request: needs "jsonrpc": "2.0" and a "method"'
+        )
+    return message, {}
+
+
+def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}

@@ -1,0 +1,378 @@
+"""The ACP agent behind `harness acp`: sessions, turns and what the client is told about them.
+
+Every notification is a rendering of the shared conversation projection (`Conversation`):
+live, each appended event is applied and its change becomes `session/update`s; on
+`session/load` the whole log is folded first and replayed. One rule decides what is
+presented: a tool whose only effect is its own log event (`log_only`, todo_write) changes
+nothing a client could act on, and its state (the plan) is a presentation this automation
+bridge deliberately does not send (notes/acp-automation-only.md). Its calls still run and
+land on the log.
+
+The class implements the agent side of the protocol by duck typing, not by subclassing the
+SDK's `Agent` protocol: a subclass would inherit a method for every request and answer the
+ones it does not implement with an empty result instead of `-32601`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.helpers import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    StopReason,
+    ToolCallStatus,
+    ToolKind,
+)
+
+from .._version import __version__
+from ..hosts import Change, Conversation, ToolRow, one_line
+from ..log import Event, LogWriteError, SessionLog, SessionNotFound
+from ._app import App, _describe, _expected, utf8_text
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from ..loop import Agent
+    from ..models import Model
+
+__all__ = ["Bridge"]
+
+logger = logging.getLogger("harness.acp")
+
+INVALID_PARAMS: Final = -32602
+SERVER_ERROR: Final = -32603
+STOP_REASONS: Final[dict[str, StopReason]] = {
+    "completed": "end_turn",
+    "cancelled": "cancelled",
+    "max_steps": "max_turn_requests",
+}
+ROW_STATUS: Final[dict[str, ToolCallStatus]] = {
+    "ok": "completed",
+    "error": "failed",
+    "running": "in_progress",
+}
+# The client picks an icon by kind; tools it cannot classify are "other".
+TOOL_KINDS: Final[dict[str, ToolKind]] = {"bash": "execute"}
+
+Update = Any  # one of the SDK's session update models
+
+
+class Bridge:
+    """The agent side of ACP for one client connection: its sessions and their turns."""
+
+    def __init__(self, app: App, model_flag: str | None) -> None:
+        self.app = app
+        self.model_flag = model_flag
+        self.sessions: dict[str, _Session] = {}
+        self.client: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        self.client = conn
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        # Version 1 is the only one this bridge speaks; a client that cannot will disconnect.
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(name="harness", title="harness", version=__version__),
+        )
+
+    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+        directory = _directory(cwd)
+        model = self._model()  # before the session: a bad model spec leaves none
+        app = self.app
+        system_prompt = app.system_prompt()
+        log = app.store.create(system_prompt=system_prompt, cwd=directory)
+        session = self._open(log, model)
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+        session = self.sessions.get(session_id)
+        if session is None:
+            model = self._model()
+            session = self._open(_writer(self.app, session_id), model)
+            if session.agent.cwd not in (None, cwd):
+                logger.warning(
+                    "session %s runs its tools in %s, where it was created, not in %s",
+                    session_id,
+                    session.agent.cwd,
+                    cwd,
+                )
+        elif session.running:
+            raise RequestError(SERVER_ERROR, f"session {session_id} is running a prompt")
+        await session.replay()
+        return LoadSessionResponse()
+
+    async def list_sessions(self, cwd: str | None = None, **_: Any) -> ListSessionsResponse:
+        infos = [
+            SessionInfo(
+                session_id=summary.id,
+                cwd=summary.cwd or "",
+                title=one_line(summary.title) if summary.title else None,
+                updated_at=summary.updated,
+            )
+            for summary in self.app.store.list()
+            # Subagent sessions belong to their parent's tool call, not to the client's list.
+            if summary.problem is None and summary.parent_session is None
+            if cwd is None or summary.cwd == cwd
+        ]
+        return ListSessionsResponse(sessions=infos)
+
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
+        return await self._session(session_id).prompt(_prompt_text(prompt))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self.sessions.get(session_id)
+        # Only a running prompt is cancelled: the loop would remember a cancel that comes
+        # between turns and end the next turn at once, which no ACP client means.
+        if session is not None and session.running:
+            session.agent.cancel()
+
+    async def aclose(self) -> None:
+        """Release every session (its writer lock) and close the models."""
+        for session in self.sessions.values():
+            await session.aclose()
+        self.sessions.clear()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _model(self) -> Model:
+        """The model a new session plays: its own player for a scripted spec."""
+        try:
+            self.app.max_steps()
+            return self.app.model(self.model_flag, None)
+        except Exception as exc:
+            raise _request_error(exc) from None
+
+    def _open(self, log: SessionLog, model: Model) -> _Session:
+        assert self.client is not None, "the connection calls on_connect first"
+        session = _Session(self.app, log, model, self.client)
+        self.sessions[session.id] = session
+        return session
+
+    def _session(self, session_id: str) -> _Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"no session {session_id!r} on this connection: session/new or session/load it",
+            )
+        return session
+
+
+class _Session:
+    """One harness session a client drives: its writer, agent, projection and update queue."""
+
+    def __init__(self, app: App, log: SessionLog, model: Model, client: Client) -> None:
+        self.log = log
+        self.id = log.session_id
+        self.model = model
+        self.client = client
+        self.tools = app.host.tools
+        self.running = False
+        self.conversation = Conversation()
+        self.agent: Agent = app.agent(log, model, self._on_event, self._on_delta)
+        # A turn a crashed process left open is closed first, so it replays as ended.
+        self.agent.repair()
+        for event in log.events:
+            self.conversation.apply(event)
+        self._streamed: set[str] = set()  # delta kinds the current step already sent
+        # Callbacks from the loop are synchronous; the queue keeps the updates in order and
+        # `prompt` drains it before it answers, so the answer comes after every update.
+        self._updates: asyncio.Queue[Update] = asyncio.Queue()
+        self._pump = asyncio.create_task(self._send_updates(), name=f"acp updates {self.id}")
+
+    async def prompt(self, text: str) -> PromptResponse:
+        if self.running:
+            raise RequestError(SERVER_ERROR, f"session {self.id} is already running a prompt")
+        self.running = True
+        try:
+            outcome = await self.agent.run_turn(text)
+        except LogWriteError as exc:
+            reason = one_line(f"the session log refused a write: {exc}", 2000)
+            raise RequestError(SERVER_ERROR, reason) from None
+        finally:
+            self.running = False
+        await self._updates.join()
+        if outcome.status == "error":
+            raise RequestError(SERVER_ERROR, one_line(outcome.error or "the turn failed", 2000))
+        return PromptResponse(stop_reason=STOP_REASONS[outcome.status])
+
+    async def replay(self) -> None:
+        """The conversation so far, as the client would have seen it live, then returns."""
+        folded = Conversation()
+        for event in self.log.events:
+            folded.apply(event)
+        for entry in folded.entries:
+            if entry.role == "user":
+                self._updates.put_nowait(update_user_message_text(entry.text))
+                continue
+            if entry.reasoning:
+                self._updates.put_nowait(update_agent_thought_text(entry.reasoning))
+            if entry.text:
+                self._updates.put_nowait(update_agent_message_text(entry.text))
+            for row in entry.rows:
+                if self._presented(row):
+                    self._updates.put_nowait(self._call_started(row, final=True))
+        await self._updates.join()
+
+    async def aclose(self) -> None:
+        self._pump.cancel()
+        aclose = getattr(self.model, "aclose", None)
+        if callable(aclose):
+            try:
+                await aclose()
+            except Exception:
+                logger.debug("closing the model of %s failed", self.id, exc_info=True)
+        self.log.close()
+
+    # -- the loop's callbacks --------------------------------------------------------------
+
+    def _on_event(self, log: SessionLog, event: Event) -> None:
+        if log is not self.log or not self.running:
+            # A subagent's session (the client sees its parent's tool call only), or the
+            # repair of a crashed turn, which the fold in __init__ covers.
+            return  # a subagent's session: the client sees its parent's tool call only
+        for update in self._live(self.conversation.apply(event)):
+            self._updates.put_nowait(update)
+
+    def _on_delta(self, kind: Literal["text", "reasoning"], chunk: str) -> None:
+        self._streamed.add(kind)
+        if kind == "text":
+            self._updates.put_nowait(update_agent_message_text(chunk))
+        else:
+            self._updates.put_nowait(update_agent_thought_text(chunk))
+
+    def _live(self, change: Change) -> list[Update]:
+        if change.kind == "assistant" and change.entry is not None:
+            entry, streamed = change.entry, self._streamed
+            self._streamed = set()
+            # A model that does not stream sent no deltas: its text goes out whole.
+            updates: list[Update] = []
+            if entry.reasoning and "reasoning" not in streamed:
+                updates.append(update_agent_thought_text(entry.reasoning))
+            if entry.text and "text" not in streamed:
+                updates.append(update_agent_message_text(entry.text))
+            updates += [self._call_started(r) for r in entry.rows if self._presented(r)]
+            return updates
+        if change.kind == "row_finished" and change.row is not None:
+            row = change.row
+            if self._presented(row):
+                return [
+                    update_tool_call(
+                        row.call_id,
+                        status=ROW_STATUS[row.state],
+                        content=[tool_content(text_block(row.text or ""))],
+                        raw_output=row.data,
+                    )
+                ]
+        return []
+
+    # -- presentation ----------------------------------------------------------------------
+
+    def _presented(self, row: ToolRow) -> bool:
+        """Whether the client is told about a call: not for log-only tools (todo_write)."""
+        tool = self.tools.get(row.name)
+        return tool is None or not tool.log_only
+
+    def _call_started(self, row: ToolRow, *, final: bool = False) -> Update:
+        from ..hosts._present import call_label
+
+        return start_tool_call(
+            row.call_id,
+            call_label(self.tools, row.name, row.arguments),
+            kind=TOOL_KINDS.get(row.name, "other"),
+            status=ROW_STATUS[row.state] if final else "in_progress",
+            content=[tool_content(text_block(row.text))] if final and row.text else None,
+            raw_input=_arguments(row.arguments),
+        )
+
+    async def _send_updates(self) -> None:
+        while True:
+            update = await self._updates.get()
+            try:
+                await self.client.session_update(self.id, update)
+            except Exception as exc:  # the client went away: the turn still lands on the log
+                logger.debug("session/update for %s not sent: %s", self.id, exc)
+            finally:
+                self._updates.task_done()
+
+
+def _writer(app: App, session_id: str) -> SessionLog:
+    try:
+        return app.store.open(session_id)
+    except SessionNotFound as exc:
+        raise RequestError(INVALID_PARAMS, one_line(str(exc), 2000)) from None
+    except Exception as exc:  # SessionLocked names the process that holds the session
+        raise _request_error(exc) from None
+
+
+def _request_error(exc: Exception) -> RequestError:
+    """The CLI's one-line reason for an expected failure; anything else is re-raised."""
+    if not _expected(exc):
+        raise exc
+    return RequestError(SERVER_ERROR, one_line(_describe(exc), 2000))
+
+
+def _directory(cwd: str) -> str:
+    try:
+        cwd = utf8_text(cwd, "cwd", "pass an absolute path of an existing directory")
+    except Exception as exc:
+        raise RequestError(INVALID_PARAMS, str(exc)) from None
+    if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        raise RequestError(INVALID_PARAMS, f"cwd {cwd!r} is not an absolute path of a directory")
+    return cwd
+
+
+def _prompt_text(blocks: list[Any]) -> str:
+    """The prompt's text blocks, and resource links as their URI (the tools can read them)."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(block.uri)
+        elif kind == "resource" and isinstance(getattr(block.resource, "text", None), str):
+            parts.append(block.resource.text)
+    text = "\n\n".join(parts)
+    if not text.strip():
+        raise RequestError(INVALID_PARAMS, "the prompt has no text")
+    try:
+        return utf8_text(text, "the prompt", "send UTF-8 text")
+    except Exception as exc:
+        raise RequestError(INVALID_PARAMS, str(exc)) from None
+
+
+def _arguments(raw: str) -> Any:
+    """A call's arguments as JSON for `rawInput`; the raw string when the model sent bad JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw

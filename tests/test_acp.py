@@ -1,0 +1,285 @@
+"""`harness acp`: the Agent Client Protocol bridge, driven by the SDK's own client (and raw
+JSON-RPC lines) against a real `harness acp` subprocess with a scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.client.connection import ClientSideConnection
+from harness_core.log import INTERRUPTED_TEXT
+from harness_core.testing.pytest_plugin import FakeDistribution
+from test_cli_support import (
+    HARNESS,
+    bash_call,
+    child_env,
+    read_events,
+    session_ids,
+    todo_call,
+    write_script,
+)
+
+# The process helpers live with the core's tests; this file may run without them collected.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness-core" / "tests"))
+from process_helpers import has_pid, poll, running
+
+
+class Recorder:
+    """The client side: keeps every session/update it is sent."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates.append(update)
+
+    def kinds(self) -> list[str]:
+        return [update.session_update for update in self.updates]
+
+    def of(self, kind: str) -> list[Any]:
+        return [update for update in self.updates if update.session_update == kind]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(update.content.text for update in self.of(kind))
+
+
+@asynccontextmanager
+async def bridge(
+    tmp_path: Path, *args: str, env: dict[str, str | None] | None = None
+) -> AsyncIterator[tuple[ClientSideConnection, Recorder]]:
+    """A `harness acp ARGS` subprocess and the SDK client connected to it, initialized."""
+    recorder = Recorder()
+    with (tmp_path / "acp-stderr.txt").open("ab") as stderr:
+        async with spawn_agent_process(
+            recorder,
+            HARNESS,
+            "acp",
+            *args,
+            env=child_env(env),
+            transport_kwargs={"stderr": stderr},
+        ) as (conn, _process):
+            answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            assert answer.protocol_version == 1
+            yield conn, recorder
+
+
+def prompt(text: str) -> list[Any]:
+    return [text_block(text)]
+
+
+async def test_a_turn_streams_text_and_bash_but_never_the_plan(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """A prompt shows message chunks and the bash call; todo_write runs on the log, unseen."""
+    steps = [
+        {"tool_calls": [todo_call(("Look around", "in_progress"))]},
+        {"tool_calls": [bash_call("pwd; echo from bash")]},
+        {"tool_calls": [todo_call(("Look around", "completed"))]},
+        {"text": "Looked around, all done."},
+    ]
+    model = write_script(tmp_path / "s.json", steps)
+    work = tmp_path / "work"
+    work.mkdir()
+    async with bridge(tmp_path, "--model", model) as (conn, recorder):
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=prompt("Look around"))
+    assert answer.stop_reason == "end_turn"
+    assert recorder.text() == "Looked around, all done."
+    assert "plan" not in recorder.kinds()
+    (call,) = recorder.of("tool_call")
+    assert call.title == "$ pwd; echo from bash" and call.kind == "execute"
+    (finished,) = recorder.of("tool_call_update")
+    assert finished.tool_call_id == call.tool_call_id and finished.status == "completed"
+    assert finished.content[0].content.text == f"{work}\nfrom bash\n[exit code 0]"
+    assert session_ids(harness_home) == [session.session_id]
+    events = read_events(harness_home, session.session_id)
+    writes = [e["data"]["todos"][0]["status"] for e in events if e["type"] == "todo/write"]
+    assert writes == ["in_progress", "completed"]
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["status"] == "completed"
+
+
+async def test_cancel_ends_the_prompt_and_kills_the_running_command(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """session/cancel mid bash: the prompt answers cancelled, sleep dies, the log is closed."""
+    pid_file = tmp_path / "pid"
+    steps = [
+        {"tool_calls": [bash_call(f"echo $$ > {pid_file}; exec sleep 60")]},
+        {"text": "Back after the cancel."},
+    ]
+    model = write_script(tmp_path / "s.json", steps)
+    async with bridge(tmp_path, "--model", model) as (conn, recorder):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        sid = session.session_id
+        async with anyio.create_task_group() as group:
+            answers: list[Any] = []
+            answered = anyio.Event()
+
+            async def ask() -> None:
+                answers.append(await conn.prompt(session_id=sid, prompt=prompt("Sleep")))
+                answered.set()
+
+            group.start_soon(ask)
+            await poll(lambda: has_pid(pid_file))
+            await conn.cancel(session_id=sid)
+            with anyio.fail_after(10):  # the sleep had 60 s to go
+                await answered.wait()
+        assert answers[0].stop_reason == "cancelled"
+        assert not running(int(pid_file.read_text()))
+        (finished,) = recorder.of("tool_call_update")
+        assert finished.status == "failed"
+        # The session's player continues where the cancelled turn stopped.
+        again = await conn.prompt(session_id=sid, prompt=prompt("Go on"))
+        assert again.stop_reason == "end_turn"
+    events = read_events(harness_home, sid)
+    ends = [e["data"]["status"] for e in events if e["type"] == "turn/end"]
+    assert ends == ["cancelled", "completed"]
+    (result,) = [e["data"] for e in events if e["type"] == "tool/result"]
+    assert result["is_error"] and result["text"] == INTERRUPTED_TEXT
+
+
+async def test_load_replays_the_conversation_then_continues_the_log(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """session/load replays user, agent and bash (final status), never todo; then continues."""
+    first = [
+        {"tool_calls": [todo_call(("Count", "in_progress")), bash_call("echo 42")]},
+        {"text": "The answer is 42."},
+    ]
+    async with bridge(tmp_path, "--model", write_script(tmp_path / "1.json", first)) as (conn, _):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=prompt("Count"))
+    second = write_script(tmp_path / "2.json", [{"text": "Still 42."}])
+    async with bridge(tmp_path, "--model", second) as (conn, recorder):
+        await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+        assert recorder.kinds() == ["user_message_chunk", "tool_call", "agent_message_chunk"]
+        assert recorder.text("user_message_chunk") == "Count"
+        (call,) = recorder.of("tool_call")
+        assert call.title == "$ echo 42" and call.status == "completed"
+        assert call.content[0].content.text == "42\n[exit code 0]"
+        assert recorder.text() == "The answer is 42."
+        listed = await conn.list_sessions()
+        assert [(s.session_id, s.cwd, s.title) for s in listed.sessions] == [
+            (sid, str(tmp_path), "Count")
+        ]
+        answer = await conn.prompt(session_id=sid, prompt=prompt("And now?"))
+        assert answer.stop_reason == "end_turn" and recorder.text().endswith("Still 42.")
+    events = read_events(harness_home, sid)
+    assert [e["turn"] for e in events if e["type"] == "turn/start"] == [1, 2]
+
+
+async def test_loading_a_session_another_process_writes_names_the_holder(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """One writer per session: session/load of a session held elsewhere is an error naming it."""
+    from harness_core.cli._app import App
+
+    app = App(harness_home)
+    with app.store.create(cwd=str(tmp_path)) as held:
+        async with bridge(
+            tmp_path, "--model", write_script(tmp_path / "s.json", [{"text": "x"}])
+        ) as (conn, _):
+            with pytest.raises(RequestError) as caught:
+                await conn.load_session(
+                    cwd=str(tmp_path), session_id=held.session_id, mcp_servers=[]
+                )
+    assert f"already open for writing by process {os.getpid()}" in str(caught.value)
+
+
+async def test_model_problems_are_json_rpc_errors_with_the_cli_reason(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """No model at session/new, and a model error mid-prompt (logged as error), are errors."""
+    async with bridge(tmp_path) as (conn, _):
+        with pytest.raises(RequestError) as caught:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        assert str(caught.value).startswith("no model chosen: pass --model SPEC")
+        assert session_ids(harness_home) == []
+    model = write_script(tmp_path / "s.json", [{"tool_calls": [bash_call("true")]}])
+    async with bridge(tmp_path, "--model", model) as (conn, _):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        with pytest.raises(RequestError) as caught:
+            await conn.prompt(session_id=sid, prompt=prompt("go"))
+        assert "has 1 steps and the loop asked for step 2" in str(caught.value)
+    end = read_events(harness_home, sid)[-1]
+    assert end["type"] == "turn/end" and end["data"]["status"] == "error"
+
+
+async def test_the_step_limit_is_max_turn_requests(tmp_path: Path) -> None:
+    """A turn stopped by max_steps answers stopReason max_turn_requests."""
+    model = write_script(tmp_path / "s.json", [{"tool_calls": [bash_call("true")]}])
+    async with bridge(tmp_path, "--model", model, env={"HARNESS_MAX_STEPS": "1"}) as (conn, _):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=prompt("go"))
+    assert answer.stop_reason == "max_turn_requests"
+
+
+async def test_methods_the_bridge_does_not_serve_are_method_not_found(tmp_path: Path) -> None:
+    """SDK methods the bridge lacks, extensions and unknown names all answer -32601."""
+    async with bridge(tmp_path) as (conn, _):
+        for call in (
+            conn.set_session_mode(session_id="x", mode_id="y"),
+            conn.authenticate(method_id="x"),
+            conn.ext_method("harness/nothing", {}),
+            conn._conn.send_request("session/nothing", {}),
+        ):
+            with pytest.raises(RequestError) as caught:
+                await call
+            assert caught.value.code == -32601
+
+
+RAW = [
+    "this is not json",
+    "[1, 2]",
+    '{"jsonrpc": "2.0", "id": 1}',
+    '{"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 1}}',
+    '{"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {}}',
+    '{"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "CWD", "mcpServers": []}}',
+    '{"jsonrpc": "2.0", "id": 5, "method": "session/nothing"}',
+]
+
+NOISY = """
+import os, sys
+name = "noisy"
+inject = ()
+print("noisy plugin on sys.stdout")
+os.write(1, b"noisy plugin on fd 1\\n")
+"""
+
+
+def test_raw_stdio_every_line_is_json_rpc(
+    tmp_path: Path, fake_distribution: FakeDistribution
+) -> None:
+    """Malformed lines get JSON-RPC errors, the bridge keeps serving, prints never reach stdout."""
+    info = fake_distribution("noisy-plugin", {"noisy": "noisy_plugin"}, {"noisy_plugin.py": NOISY})
+    steps = [{"tool_calls": [bash_call("echo to the tool")]}, {"text": "Printed."}]
+    model = write_script(tmp_path / "s.json", steps)
+    lines = [line.replace("CWD", str(tmp_path)) for line in RAW]
+    result = subprocess.run(
+        [HARNESS, "acp", "--model", model],
+        input="\n".join(lines) + "\n",
+        env=child_env({"PYTHONPATH": str(info.parent)}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "noisy plugin on sys.stdout" in result.stderr and "noisy plugin on fd 1" in result.stderr
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    assert all(m["jsonrpc"] == "2.0" for m in messages)
+    errors = [(m["id"], m["error"]["code"]) for m in messages if "error" in m]
+    assert errors == [(None, -32700), (None, -32600), (1, -32600), (3, -32602), (5, -32601)]
+    answered = {m["id"]: m["result"] for m in messages if "result" in m}
+    assert answered[2]["agentCapabilities"]["loadSession"] is True
+    assert answered[2]["agentInfo"]["name"] == "harness"
+    assert answered[4]["sessionId"]
