@@ -197,7 +197,7 @@ def test_no_model_says_how_to_choose_one() -> None:
 def test_a_real_model_without_a_key_names_the_env_var(harness_home: Path) -> None:
     """openai:/deepseek: without a key: one line naming the variable; no session is made."""
     assert "set OPENAI_API_KEY" in one_error_line(run_cli("run", "--model", "openai:gpt-x", "hi"))
-    line = one_error_line(run_cli("run", "--model", "deepseek:deepseek-chat", "hi"))
+    line = one_error_line(run_cli("run", "--model", "deepseek:MODEL", "hi"))
     assert "set DEEPSEEK_API_KEY" in line
     assert session_ids(harness_home) == []
 

@@ -10,8 +10,9 @@ pseudo-terminal.
 What a reader's machine has and a test must not touch is stood in for:
 - Until `$ export HARNESS_HOME=...`, HARNESS_HOME is unset and the per-user data directory
   (its default) is a fresh one; the export switches to another fresh directory.
-- `$ export *_API_KEY=...` sets a test key; `openai:` and `deepseek:` requests go to the
-  loopback OpenAI-compatible server (real SDK, real HTTP), which answers each one.
+- `$ export *_API_KEY=...` sets a test key and `$ export *_MODEL=...` a stand-in model name;
+  `openai:` and `deepseek:` requests go to the loopback OpenAI-compatible server (real SDK,
+  real HTTP), which answers each one.
 - `./scripts/test` is what CI runs (.ci/run), so it is not run again from inside the suite.
 """
 
@@ -131,6 +132,8 @@ class Shell:
             self.env[name] = str(self.tmp_path / "exported-home")
         elif name.endswith("_API_KEY"):
             self.env[name] = "sk-test"
+        elif name.endswith("_MODEL"):
+            self.env[name] = "stand-in-model"
         else:
             raise AssertionError(f"the README exports {name}; teach this test what it means")
 
@@ -188,7 +191,7 @@ def test_the_config_example_is_accepted(tmp_path: Path) -> None:
     home.mkdir()
     (home / "config.toml").write_text(toml, encoding="utf-8")
     config = Config.load(home, env={})
-    assert config.get("model") == "deepseek:deepseek-chat"
+    assert config.get("model") == "deepseek:MODEL"
     result = subprocess.run(
         ["harness", "plugins", "--json"],
         env=child_env(

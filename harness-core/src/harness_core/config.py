@@ -1,6 +1,6 @@
 """Configuration: `$HARNESS_HOME/config.toml` (or `$HARNESS_CONFIG`), overridden by env vars.
 
-    model = "deepseek:deepseek-chat"      # or HARNESS_MODEL
+    model = "deepseek:MODEL"              # or HARNESS_MODEL
     max_steps = 50                        # or HARNESS_MAX_STEPS
     [plugins.todo]
     allow_parallel_in_progress = false    # or HARNESS_TODO_ALLOW_PARALLEL_IN_PROGRESS

@@ -1,7 +1,7 @@
 """Tail queries: the newest event of some types, read backwards from the end of the file.
 
 The cost depends on how far back the answer is, not on the session's length, which is what
-the plan strip and the web snapshot need on every refresh.
+a query such as `harness todos ID` needs to answer at once on a long session.
 """
 
 from __future__ import annotations

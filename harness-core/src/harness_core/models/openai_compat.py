@@ -75,7 +75,7 @@ class _BrokenStream(Exception):
 
 
 class OpenAICompatModel:
-    """A chat-completions model: `OpenAICompatModel("deepseek-chat", api_key=..., base_url=...)`.
+    """A chat-completions model: `OpenAICompatModel(name, api_key=..., base_url=...)`.
 
     `provider` names the service in errors and picks the `reasoning_content` policy;
     `send_reasoning` overrides that policy (True for a DeepSeek-style endpoint behind another
