@@ -327,6 +327,33 @@ def test_a_working_directory_that_is_not_utf8_is_refused_before_any_session(
     assert session_ids(harness_home) == []
 
 
+def test_an_invalid_builtin_setting_is_said_once(tmp_path: Path, harness_home: Path) -> None:
+    """HARNESS_BUILTINS_BASH_TIMEOUT=0 is named, not followed by "no installed plugin provides"."""
+    model = write_script(tmp_path / "s.json", [{"text": "x"}])
+    result = run_cli("run", "--model", model, "x", env={"HARNESS_BUILTINS_BASH_TIMEOUT": "0"})
+    assert one_error_line(result) == (
+        "harness: error: plugins.builtins.bash_timeout (or HARNESS_BUILTINS_BASH_TIMEOUT): "
+        "Input should be greater than 0, got '0' from the environment"
+    )
+    assert session_ids(harness_home) == []
+
+
+def test_a_script_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    """A script of 100 000 nested lists is "not valid JSON (nested too deeply)", no traceback."""
+    path = tmp_path / "deep.json"
+    path.write_text('{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = run_cli("run", "--model", f"scripted:{path}", "x")
+    assert one_error_line(result).endswith("is not valid JSON (nested too deeply)")
+
+
+def test_a_tool_error_result_is_not_a_host_error(tmp_path: Path) -> None:
+    """A NUL byte in a bash command is the call's error result; stderr stays empty."""
+    steps = [{"tool_calls": [bash_call("echo a\u0000b")]}, {"text": "ok"}]
+    result = run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "go")
+    assert result.returncode == 0 and result.stderr == ""
+    assert "✗ $ echo a" in result.stdout and "contains a NUL character" in result.stdout
+
+
 def test_an_empty_prompt_is_refused(tmp_path: Path) -> None:
     """A blank prompt is an error, not an empty turn on the log."""
     model = write_script(tmp_path / "s.json", [{"text": "x"}])

@@ -28,6 +28,7 @@ from harness_core.testing.openai_server import (
     OpenAIServer,
     Reply,
     error_reply,
+    garbled,
     reply,
     tool_call,
 )
@@ -279,6 +280,65 @@ async def test_stream_that_ends_early_is_incomplete(openai_server: OpenAIServer)
     assert len(openai_server.requests) == 3
 
 
+BROKEN_JSON = b'{"choices": [{"index": 0, "delta": {"content": "unterminated'
+
+
+async def test_a_garbled_chunk_before_output_is_retried(openai_server: OpenAIServer) -> None:
+    """Broken JSON before anything reached the host is retried like a broken stream."""
+    openai_server.expect(garbled(reply("lost"), at=0, data=BROKEN_JSON), reply("clean"))
+    deltas, sink = recorder()
+    async with connect(openai_server) as model:
+        response = await model.respond(USER, [], sink)
+    assert response.text == "clean" and deltas == [("text", "clean")]
+    assert len(openai_server.requests) == 2
+
+
+async def test_a_garbled_chunk_after_output_says_what_and_where(
+    openai_server: OpenAIServer,
+) -> None:
+    """After output started: not retried, and the error names the malformed chunk."""
+    openai_server.expect(garbled(reply("Half of this answer", pieces=4), at=3, data=BROKEN_JSON))
+    async with connect(openai_server) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.respond(USER, [], recorder()[1])
+    assert str(caught.value).startswith(
+        "openai:test-model stream broke after output had started (a malformed chunk from the "
+        "provider (chunk 4: JSONDecodeError: Unterminated string starting at:"
+    )
+    assert str(caught.value).endswith("run the turn again")
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (BROKEN_JSON, "JSONDecodeError: Unterminated string"),
+        (
+            b'{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "x"}]}}]}',
+            "TypeError: a tool call delta has index 'x'",
+        ),
+        (b'{"choices": 7}', "TypeError"),
+    ],
+    ids=["broken-json", "wrong-index", "wrong-shape"],
+)
+async def test_a_provider_garbling_every_attempt_gets_one_line(
+    openai_server: OpenAIServer, data: bytes, problem: str
+) -> None:
+    """Every attempt garbled: what failed, at which chunk, after how many tries, what to do."""
+    openai_server.expect(*[garbled(reply("x"), at=1, data=data)] * 3)
+    async with connect(openai_server) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.respond(USER, [])
+    message = str(caught.value)
+    assert message.startswith(
+        f"openai:test-model sent a malformed chunk from the provider (chunk 2: {problem}"
+    )
+    assert message.endswith(
+        "(3 attempts): the provider (or a proxy in between) garbled its stream; "
+        "try again later, or check the base URL"
+    )
+    assert "\n" not in message
+
+
 async def test_unreachable_server_names_the_url() -> None:
     """Connection refused on every attempt: the error names the provider, URL and attempts."""
     with socket.socket() as probe:
@@ -303,6 +363,22 @@ async def test_a_stalled_stream_times_out(openai_server: OpenAIServer) -> None:
         with pytest.raises(ModelError, match=r"timed out \(2 attempts, no data for 0.2s\)"):
             await model.respond(USER, [])
     assert len(openai_server.requests) == 2
+
+
+async def test_timeout_and_retries_are_settings(openai_server: OpenAIServer) -> None:
+    """The preset takes `model_timeout` and `model_retries` from the hook's options."""
+    env = {"OPENAI_API_KEY": "sk-test"}
+    options = {"base_url": openai_server.base_url, "timeout": 0.2, "retries": 1}
+    model = build_model("openai:test-model", options, env)
+    assert isinstance(model, OpenAICompatModel)
+    assert model.retry.attempts == 2
+    openai_server.expect(*[reply("late", delay=1.0)] * 2)
+    async with model:
+        with pytest.raises(ModelError, match=r"timed out \(2 attempts, no data for 0.2s\)") as err:
+            await model.respond(USER, [])
+    assert str(err.value).endswith("raise model_timeout (HARNESS_MODEL_TIMEOUT)")
+    defaults = build_model("openai:m", {"timeout": None, "retries": None}, env)
+    assert isinstance(defaults, OpenAICompatModel) and defaults.retry.attempts == 4
 
 
 def test_backoff_grows_exponentially_and_honours_retry_after() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from harness_core import __version__, builtins
+from harness_core.config import Config, ConfigError
 from harness_core.plugins import PluginHost, PluginLoadError, PluginRecord
 from harness_core.testing.pytest_plugin import FakeDistribution
 
@@ -250,6 +253,71 @@ def test_strict_mode_turns_a_rejection_into_an_error(
     ):
         plugin_host.load_entry_points(env={"HARNESS_STRICT_PLUGINS": "1"})
     assert load(PluginHost(plugin_host.config))["bad"].status == "rejected"
+    with pytest.raises(PluginLoadError):  # the usual spellings of "on" all mean on
+        PluginHost(plugin_host.config).load_entry_points(env={"HARNESS_STRICT_PLUGINS": "yes"})
+    with pytest.raises(ConfigError, match=r"HARNESS_STRICT_PLUGINS='sure' is not on or off"):
+        PluginHost(plugin_host.config).load_entry_points(env={"HARNESS_STRICT_PLUGINS": "sure"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("HARNESS_BUILTINS_BASH_TIMEOUT", "0", "Input should be greater than 0, got '0'"),
+        ("HARNESS_BUILTINS_BASH_TIMEOUT", "abc", "Input should be a valid number, got 'abc'"),
+        ("HARNESS_BUILTINS_BASH_TIMEOUT", "true", "Input should be a valid number, got 'true'"),
+        ("HARNESS_BUILTINS_SUBAGENT_MAX_DEPTH", "-5", "greater than 0, got '-5'"),
+    ],
+)
+def test_an_invalid_builtin_setting_is_one_config_error(
+    variable: str, value: str, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The built-ins are not quietly rejected (leaving no model provider): the setting is named."""
+    host = PluginHost(Config({}, env={variable: value}))
+    builtins.add_to(host)
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        host.tools  # noqa: B018  # the built-ins read their settings when their tools register
+    assert str(caught.value).startswith(
+        f"plugins.builtins.{variable[len('HARNESS_BUILTINS_') :].lower()}"
+    )
+    assert caplog.records == []  # said once, by the error, not also as a warning
+
+
+def test_the_builtins_record_carries_the_core_version(plugin_host: PluginHost) -> None:
+    """`harness plugins` names harness-core's version, not an empty string."""
+    assert plugin_host.records["builtins"].describe() == (
+        f"builtins (harness-core {__version__}, entry point harness_core.builtins): loaded"
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "warning"),
+    [
+        ({"HARNESS_LOAD_PLUGINS": ""}, "HARNESS_LOAD_PLUGINS is empty: no plugin loads"),
+        (
+            {"HARNESS_LOAD_PLUGINS": "nonsense"},
+            "HARNESS_LOAD_PLUGINS names 'nonsense', which matches no installed plugin (installed: ",
+        ),
+        (
+            {"HARNESS_DISABLE_PLUGINS": "todo,tod"},
+            "HARNESS_DISABLE_PLUGINS names 'tod', which matches no installed plugin",
+        ),
+    ],
+)
+def test_plugin_names_that_match_nothing_are_warned_about(
+    plugin_host: PluginHost, env: dict[str, str], warning: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo in the allow or deny list would otherwise silently load or skip everything."""
+    load(plugin_host, **env)
+    messages = [r.getMessage() for r in caplog.records if r.name == "harness.config"]
+    assert len(messages) == 1 and messages[0].startswith(warning), messages
+
+
+def test_names_that_match_warn_about_nothing(
+    plugin_host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plugin name or a distribution name (any spelling) is a match: no warning."""
+    load(plugin_host, HARNESS_LOAD_PLUGINS="todo,Harness_Tool.Todo")
+    assert [r for r in caplog.records if r.name == "harness.config"] == []
 
 
 def event_type_plugin(name: str, event_type: str, *, surface: bool) -> str:
@@ -306,7 +374,10 @@ def test_bad_plugin_configuration_rejects_with_the_key_named(
     record = load(host)["todo"]
     assert record.status == "rejected"
     assert "plugins.todo.allow_parallel_in_progress" in (record.reason or "")
-    assert record.fix == "fix [plugins.todo] in the config file or the environment variable named"
+    assert record.fix == (
+        "correct the value in [plugins.todo] of the config file, "
+        "or in the environment variable the reason names"
+    )
 
 
 # -- deferred phases: registering imports the plugin; tools and event types come on demand --

@@ -108,6 +108,11 @@ async def test_valid_call_runs(registry: ToolRegistry) -> None:
         ("plan", "{bad", "Error: the arguments for plan are not valid JSON ("),
         (
             "plan",
+            '{"note": ' + "[" * 5000 + "]" * 5000 + "}",
+            "Error: the arguments for plan are not valid JSON (nested too deeply). Send one",
+        ),
+        (
+            "plan",
             '{"steps": [{"title": "a", "state": "closed"}], "note": "n"}',
             "Error: invalid arguments for plan: steps.0.state: Input should be 'open' or 'done'",
         ),

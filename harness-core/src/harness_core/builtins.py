@@ -14,6 +14,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .plugins import PluginContext, hookimpl
 
 if TYPE_CHECKING:  # tools, models and pydantic load inside the hooks, when they are called
@@ -32,7 +33,13 @@ def add_to(host: PluginHost) -> PluginRecord:
     The host does not add it itself, so the plugin layer never imports the tools and models
     this plugin brings (the CLI's `App`, the test fixtures and embedding hosts call this).
     """
-    return host.add(importlib.import_module(__name__), dist="harness-core", entry_point=__name__)
+    return host.add(
+        importlib.import_module(__name__),
+        dist="harness-core",
+        version=__version__,
+        entry_point=__name__,
+        required=True,  # a bad [plugins.builtins] setting is an error, not a quiet rejection
+    )
 
 
 @hookimpl

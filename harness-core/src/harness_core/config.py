@@ -5,9 +5,11 @@
     [plugins.todo]
     allow_parallel_in_progress = false    # or HARNESS_TODO_ALLOW_PARALLEL_IN_PROGRESS
 
-A plugin reads its own section through `ctx.config` (inject "config"); an env var
-`HARNESS_<PLUGIN>_<KEY>` wins over the file. Env values are read as JSON when they parse
-(`true`, `3`, `"x"`), else as plain strings.
+The top-level settings are validated together by `Config.settings()` (a wrong type is an error
+naming the key and where it came from; an unknown key is an error too). A plugin reads its own
+section through `ctx.config` (inject "config"); an env var `HARNESS_<PLUGIN>_<KEY>` wins over
+the file. Env values are read as JSON when they parse (`true`, `3`, `"x"`), else as plain
+strings.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:  # pydantic loads in `parse`: the query commands read config and never parse
     from pydantic import BaseModel
 
-__all__ = ["Config", "ConfigError", "PluginConfig"]
+__all__ = ["Config", "ConfigError", "PluginConfig", "Settings", "parse_flag"]
 
 ModelT = TypeVar("ModelT", bound="BaseModel")
 
@@ -34,8 +37,79 @@ class ConfigError(ValueError):
 def _env_value(raw: str) -> Any:
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return raw
+
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off", ""})
+FLAG_SPELLINGS: Final = "1/0, true/false, yes/no, on/off"
+
+
+def parse_flag(name: str, raw: str | None) -> bool:
+    """An on/off environment variable; a spelling outside FLAG_SPELLINGS is a ConfigError."""
+    if raw is None:
+        return False
+    word = raw.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ConfigError(f"{name}={raw!r} is not on or off: use {FLAG_SPELLINGS}")
+
+
+# -- the top-level settings -------------------------------------------------------------------
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _positive_int(value: object) -> int | None:
+    # `type(...) is int`: a bool is an int to Python, but `true` is not a number of steps.
+    return value if type(value) is int and value >= 1 else None
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < float("inf") else None
+
+
+def _names(value: object) -> tuple[str, ...] | None:
+    """A list of variable names; from the environment also `A,B` (comma-separated)."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The top-level settings, validated. None means "not set": the component's default."""
+
+    model: str | None = None
+    max_steps: int | None = None
+    system_prompt: str | None = None
+    model_timeout: float | None = None
+    model_retries: int | None = None
+    secret_env: tuple[str, ...] = ()
+    pass_env: tuple[str, ...] = ()
+
+
+# key -> (check returning the value or None when invalid, what a valid value is)
+_CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
+    "model": (_text, "a model spec string such as openai:MODEL"),
+    "max_steps": (_positive_int, "a positive integer"),
+    "system_prompt": (_text, "a string"),
+    "model_timeout": (_seconds, "a positive number of seconds"),
+    "model_retries": (_count, "a whole number, 0 or more"),
+    "secret_env": (_names, "a list of environment variable names"),
+    "pass_env": (_names, "a list of environment variable names"),
+}
 
 
 def _env_name(*parts: str) -> str:
@@ -74,8 +148,14 @@ class PluginConfig:
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             key = ".".join(str(p) for p in first["loc"])
+            env_name = _env_name(self.plugin, key)
+            raw = self._env.get(env_name)
+            if raw is not None:
+                got = f", got {raw!r} from the environment"
+            else:
+                got = f", got {first['input']!r}" if first["type"] != "extra_forbidden" else ""
             raise ConfigError(
-                f"plugins.{self.plugin}.{key} (or {_env_name(self.plugin, key)}): {first['msg']}"
+                f"plugins.{self.plugin}.{key} (or {env_name}): {first['msg']}{got}"
             ) from None
 
 
@@ -108,6 +188,31 @@ class Config:
         if raw is not None:
             return _env_value(raw)
         return self.data.get(key, default)
+
+    def settings(self) -> Settings:
+        """Every top-level setting checked; the first problem is a ConfigError naming it."""
+        where = f"in {self.path}" if self.path else "in the config"
+        unknown = sorted(set(self.data) - set(_CHECKS) - {"plugins"})
+        if unknown:
+            known = ", ".join([*_CHECKS, "plugins"])
+            raise ConfigError(f"unknown setting {unknown[0]!r} {where} (known: {known})")
+        plugins = self.data.get("plugins", {})
+        if not isinstance(plugins, dict):
+            raise ConfigError(f"plugins {where} must be a table of [plugins.NAME] sections")
+        values: dict[str, object] = {}
+        for key, (check, kind) in _CHECKS.items():
+            raw = self._env.get(_env_name(key))
+            if raw is None:
+                value = self.data.get(key)
+            else:  # a string setting takes the variable as written: HARNESS_SYSTEM_PROMPT=42
+                value = raw if check is _text else _env_value(raw)
+            if value is None:
+                continue
+            values[key] = check(value)
+            if values[key] is None:
+                got = f"{raw!r} from the environment" if raw is not None else f"{value!r} {where}"
+                raise ConfigError(f"{key} (or {_env_name(key)}) must be {kind}, got {got}")
+        return Settings(**values)  # type: ignore[arg-type]
 
     def plugin(self, name: str) -> PluginConfig:
         plugins = self.data.get("plugins", {})

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
-from .. import builtins
+from .. import builtins, secret
 from ..config import Config, ConfigError
 from ..hosts import CommandError, one_line
 from ..log import (
@@ -141,13 +141,18 @@ def _describe(exc: BaseException) -> str:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"harness: error: {one_line(message, width=2000)}\n")
-    sys.stderr.flush()
+    _to_stderr(f"harness: error: {one_line(message, width=2000)}\n")
 
 
 def _debug_traceback() -> None:
     if os.environ.get("HARNESS_DEBUG") == "1":
-        traceback.print_exc(file=sys.stderr)
+        _to_stderr(traceback.format_exc())
+
+
+def _to_stderr(text: str) -> None:
+    """Every line harness itself writes to stderr, with secret values redacted."""
+    sys.stderr.write(secret.current().redact(text))
+    sys.stderr.flush()
 
 
 def utf8_text(text: str, what: str, fix: str) -> str:
@@ -177,9 +182,10 @@ class _StderrLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = one_line(record.getMessage(), width=2000)
-            sys.stderr.write(f"harness: {record.levelname.lower()}: {message}\n")
+            text = f"harness: {record.levelname.lower()}: {message}\n"
             if record.exc_info and os.environ.get("HARNESS_DEBUG") == "1":
-                traceback.print_exception(*record.exc_info, file=sys.stderr)
+                text += "".join(traceback.format_exception(*record.exc_info))
+            _to_stderr(text)
         except Exception:
             self.handleError(record)
 
@@ -205,6 +211,13 @@ class App:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else default_home()
         self.config = Config.load(self.home)
+        # Checked before anything is created: a bad setting leaves no half-made session.
+        self.settings = self.config.settings()
+        secret.install(
+            secret.Secrets(
+                os.environ, secret_env=self.settings.secret_env, pass_env=self.settings.pass_env
+            )
+        )
         self.host = PluginHost(self.config)
         builtins.add_to(self.host)
         self.records = self.host.load_entry_points()
@@ -230,19 +243,23 @@ class App:
 
     def model_spec(self, flag: str | None) -> str:
         """`--model`, else HARNESS_MODEL / config `model`, else a one-line error."""
-        spec = flag or self.config.get("model")
+        spec = flag or self.settings.model
         if not spec:
             where = self.config.path or self.home / "config.toml"
             raise CliError(NO_MODEL.format(config=where))
-        if not isinstance(spec, str):
-            raise CliError(
-                f"model (or HARNESS_MODEL) must be a string like openai:MODEL, got {spec!r}"
-            )
         return spec
 
     def model(self, flag: str | None, base_url: str | None) -> Model:
         spec = self.model_spec(flag)
-        model = self.host.hooks.model(spec, {"base_url": base_url})
+        # Tools register first: a bad [plugins.builtins] setting is then reported before a
+        # model or a session exists, instead of after the session was created.
+        self.host.tools  # noqa: B018
+        options = {
+            "base_url": base_url,
+            "timeout": self.settings.model_timeout,
+            "retries": self.settings.model_retries,
+        }
+        model = self.host.hooks.model(spec, options)
         if model is None:
             from ..models._presets import known_providers
 
@@ -256,9 +273,8 @@ class App:
     # -- sessions and agents ---------------------------------------------------------------
 
     def system_prompt(self) -> str | None:
-        configured = self.config.get("system_prompt")
-        if configured is not None:
-            return str(configured)
+        if self.settings.system_prompt is not None:
+            return self.settings.system_prompt
         from ..loop import DEFAULT_SYSTEM_PROMPT
 
         return DEFAULT_SYSTEM_PROMPT
@@ -266,12 +282,7 @@ class App:
     def max_steps(self) -> int:
         from ..loop import DEFAULT_MAX_STEPS
 
-        value = self.config.get("max_steps", DEFAULT_MAX_STEPS)
-        if type(value) is not int or value < 1:
-            raise CliError(
-                f"max_steps (or HARNESS_MAX_STEPS) must be a positive integer, got {value!r}"
-            )
-        return value
+        return self.settings.max_steps or DEFAULT_MAX_STEPS
 
     def writer(self, session_id: str | None) -> SessionLog:
         """The session to write: an existing one (locked), or a new one for this cwd.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..secret import current as current_secrets
 from ._envelope import EnvelopeError, Event, decode_line, now_ts
 from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
@@ -275,6 +276,12 @@ class SessionLog:
             line = orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
         except orjson.JSONEncodeError as exc:
             raise EnvelopeError(f"seq {seq} ({type}) cannot be written as JSON: {exc}") from None
+        secrets = current_secrets()
+        if secrets.in_line(line):
+            # A key in the payload (a provider echoing it in an error, a tool printing it)
+            # is replaced before anything is written or kept in memory (harness_core.secret).
+            data = envelope["data"] = secrets.redact_json(data)
+            line = orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
         event = Event(seq, type, ts, data, turn)
         # Everything that can refuse the event runs before the write, and nothing is updated
         # until the write succeeded: a refused append leaves the log as if it never happened.

@@ -57,10 +57,18 @@ def build_model(spec: str, options: Mapping[str, Any], env: Mapping[str, str]) -
     if not api_key:
         raise ModelConfigError(f"{provider}:{model_name} needs an API key: set {preset.key_env}")
     base_url = options.get("base_url") or env.get(preset.base_url_env) or preset.default_base_url
-    from .openai_compat import OpenAICompatModel  # the openai SDK loads only here
+    # the openai SDK loads only here
+    from .openai_compat import DEFAULT_TIMEOUT, OpenAICompatModel, RetryPolicy, read_timeout
 
+    timeout, retries = options.get("timeout"), options.get("retries")
     return OpenAICompatModel(
-        model_name, api_key=api_key, base_url=base_url, provider=provider, key_env=preset.key_env
+        model_name,
+        api_key=api_key,
+        base_url=base_url,
+        provider=provider,
+        key_env=preset.key_env,
+        retry=RetryPolicy() if retries is None else RetryPolicy(attempts=retries + 1),
+        timeout=DEFAULT_TIMEOUT if timeout is None else read_timeout(timeout),
     )
 
 

@@ -15,7 +15,6 @@ the SDK loads only when a real model is built (`build_model`).
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -29,13 +28,20 @@ import openai
 
 from ._base import DeltaSink, ModelError, ModelResponse, ResponseToolCall
 
-__all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy"]
+__all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
 
 logger = logging.getLogger("harness.models")
 
 # `read` bounds the silence between two bytes of a stream, not the whole answer: a long answer
 # that keeps streaming never times out, a stalled connection does.
 DEFAULT_TIMEOUT: Final = openai.Timeout(connect=10.0, read=180.0, write=60.0, pool=30.0)
+
+
+def read_timeout(seconds: float) -> openai.Timeout:
+    """DEFAULT_TIMEOUT with another `read` bound (the `model_timeout` setting)."""
+    base = DEFAULT_TIMEOUT
+    return openai.Timeout(connect=base.connect, read=seconds, write=base.write, pool=base.pool)
+
 
 # Providers that want `reasoning_content` back on assistant messages. DeepSeek's thinking mode
 # answers HTTP 400 when an assistant message with tool calls lacks it; OpenAI's API has no such
@@ -72,6 +78,14 @@ class RetryPolicy:
 
 class _BrokenStream(Exception):
     """The stream ended without a finish reason: the connection closed early."""
+
+
+class _MalformedChunk(_BrokenStream):
+    """A stream chunk that is not JSON, or not shaped like a completion chunk."""
+
+    def __init__(self, number: int, problem: BaseException) -> None:
+        detail = _one_line(f"{type(problem).__name__}: {problem}", 200)
+        super().__init__(f"a malformed chunk from the provider (chunk {number}: {detail})")
 
 
 class OpenAICompatModel:
@@ -137,13 +151,13 @@ class OpenAICompatModel:
                     raise ModelError(self._status_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt, _retry_after(exc.response.headers))
             except (openai.APIError, _BrokenStream) as exc:
-                # Connection errors, timeouts, an error event or a cut inside the stream.
+                # Connection errors, timeouts, an error event, a cut or a garbled chunk.
                 if assembly.delivered:
                     raise ModelError(self._broken_message(exc)) from exc
                 if attempt >= self.retry.attempts:
                     raise ModelError(self._transport_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt)
-            except (openai.OpenAIError, json.JSONDecodeError) as exc:  # e.g. a malformed chunk
+            except openai.OpenAIError as exc:
                 raise ModelError(f"{self.name}: {_one_line(str(exc))}") from exc
             except UnicodeDecodeError as exc:  # the SDK decodes the body as UTF-8, strictly
                 raise ModelError(
@@ -186,9 +200,23 @@ class OpenAICompatModel:
 
     async def _stream(self, request: dict[str, Any], assembly: _Assembly) -> ModelResponse:
         stream = await self._client.chat.completions.create(**request)
+        chunks = aiter(stream)
+        number = 0
         try:
-            async for chunk in stream:
-                assembly.add(chunk)
+            while True:
+                number += 1
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except UnicodeDecodeError:  # not a garbled chunk: the endpoint speaks no UTF-8
+                    raise
+                except (ValueError, RecursionError) as exc:  # not JSON (or nested too deeply)
+                    raise _MalformedChunk(number, exc) from exc
+                try:
+                    assembly.add(chunk)
+                except (AttributeError, TypeError, ValueError) as exc:  # JSON, wrong shape
+                    raise _MalformedChunk(number, exc) from exc
         finally:
             # Shielded and bounded: a host cancel must not interrupt the close itself, so the
             # connection is released now rather than left to the garbage collector.
@@ -224,18 +252,24 @@ class OpenAICompatModel:
             read = timeout.read if isinstance(timeout, openai.Timeout) else timeout
             return (
                 f"{self.name} timed out ({tries}, no data for {read}s): the provider is "
-                "slow or unreachable; try again or raise the timeout"
+                "slow or unreachable; try again, or raise model_timeout (HARNESS_MODEL_TIMEOUT)"
             )
         if isinstance(exc, openai.APIConnectionError):
             return (
                 f"cannot reach {self.name} at {self.base_url} ({tries}): {_cause(exc)}; "
                 "check the network and the base URL"
             )
+        if isinstance(exc, _MalformedChunk):
+            return (
+                f"{self.name} sent {exc} ({tries}): the provider (or a proxy in between) "
+                "garbled its stream; try again later, or check the base URL"
+            )
         return f"{self.name} stream failed ({tries}): {_cause(exc)}; try again later"
 
     def _broken_message(self, exc: BaseException) -> str:
+        why = str(exc) if isinstance(exc, _MalformedChunk) else _cause(exc)
         return (
-            f"{self.name} stream broke after output had started ({_cause(exc)}); not retried "
+            f"{self.name} stream broke after output had started ({why}); not retried "
             "because part of the answer was already shown; run the turn again"
         )
 
@@ -287,6 +321,8 @@ class _Assembly:
         if delta.content:
             self._emit("text", delta.content, self._text)
         for call in delta.tool_calls or ():
+            if type(call.index) is not int:  # the calls are put together by index
+                raise TypeError(f"a tool call delta has index {call.index!r}")
             entry = self._calls.setdefault(call.index, [None, None, []])
             entry[0] = entry[0] or call.id
             if call.function is not None:

@@ -67,6 +67,8 @@ class ScriptedModel:
             raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise ScriptError(f"script {path} is not valid JSON: {exc}") from None
+        except RecursionError:  # the stdlib parser recurses once per level of nesting
+            raise ScriptError(f"script {path} is not valid JSON (nested too deeply)") from None
         return cls.from_document(document, name=f"script {path}")
 
     @classmethod

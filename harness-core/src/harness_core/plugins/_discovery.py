@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -11,6 +12,9 @@ from typing import Final
 __all__ = ["GROUP", "Candidate", "discover", "select"]
 
 GROUP: Final = "harness.plugins"
+
+# Not "harness.plugins": `harness plugins` quiets that one, and these concern its output too.
+logger = logging.getLogger("harness.config")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +65,12 @@ def select(
 ) -> tuple[list[Candidate], list[tuple[Candidate, str]]]:
     """Apply HARNESS_LOAD_PLUGINS (allow list) and HARNESS_DISABLE_PLUGINS (deny list).
 
-    Returns the candidates to load and the disabled ones with the reason.
+    Returns the candidates to load and the disabled ones with the reason. A name that matches
+    no candidate is warned about: a typo would otherwise silently load or skip everything.
     """
+    candidates = list(candidates)
+    for variable in ("HARNESS_LOAD_PLUGINS", "HARNESS_DISABLE_PLUGINS"):
+        _warn_unmatched(variable, env.get(variable), candidates)
     allow = _names(env.get("HARNESS_LOAD_PLUGINS"))
     deny = _names(env.get("HARNESS_DISABLE_PLUGINS")) or set()
     chosen: list[Candidate] = []
@@ -75,3 +83,20 @@ def select(
         else:
             chosen.append(candidate)
     return chosen, disabled
+
+
+def _warn_unmatched(variable: str, raw: str | None, candidates: list[Candidate]) -> None:
+    if raw is None:
+        return
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names and variable == "HARNESS_LOAD_PLUGINS":
+        logger.warning("HARNESS_LOAD_PLUGINS is empty: no plugin loads (unset it to load all)")
+    installed = ", ".join(sorted({c.name for c in candidates})) or "none"
+    for name in names:
+        if not any(c.matches({name, _normalize(name)}) for c in candidates):
+            logger.warning(
+                "%s names %r, which matches no installed plugin (installed: %s)",
+                variable,
+                name,
+                installed,
+            )

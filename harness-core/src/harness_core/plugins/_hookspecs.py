@@ -67,7 +67,9 @@ def harness_model(spec: str, options: dict[str, Any]) -> Model | None:
 
     Return a Model for a spec this plugin understands, or None to let the next plugin try;
     the first non-None answer wins. The built-in `scripted:`, `openai:` and `deepseek:`
-    providers answer last, so a plugin may override them. `options` carries `base_url`.
+    providers answer last, so a plugin may override them. `options` carries `base_url`, and
+    the `model_timeout` (seconds) and `model_retries` settings as `timeout` and `retries`;
+    each is None when not set.
     """
 
 

@@ -26,11 +26,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, NoReturn
 
 import pluggy
 
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, parse_flag
 from ..log import EventType, EventTypeRegistry
 from . import _hookspecs
 from ._context import PluginContext, ProviderTools
@@ -95,6 +95,7 @@ class _Loaded:
     inject: tuple[str, ...]
     source: Callable[[], object]
     module_prefix: str | None
+    required: bool = False
     event_types: tuple[EventType, ...] = ()
     tools: ProviderTools | None = None
 
@@ -165,7 +166,7 @@ class PluginHost:
         phase raises PluginLoadError.
         """
         env = os.environ if env is None else env
-        self._strict = env.get("HARNESS_STRICT_PLUGINS") == "1"
+        self._strict = parse_flag("HARNESS_STRICT_PLUGINS", env.get("HARNESS_STRICT_PLUGINS"))
         chosen, disabled = select(discover(group), env)
         records = [self._record_disabled(c, why) for c, why in disabled]
         records += [self._load_candidate(candidate) for candidate in chosen]
@@ -216,8 +217,13 @@ class PluginHost:
         dist: str = "(in-process)",
         version: str = "",
         entry_point: str | None = None,
+        required: bool = False,
     ) -> PluginRecord:
-        """Load an already imported plugin module or object (tests, embedding hosts)."""
+        """Load an already imported plugin module or object (tests, embedding hosts).
+
+        A `required` plugin (the built-ins) that fails any phase raises instead of being
+        recorded as rejected: ConfigError for a bad setting, else PluginLoadError.
+        """
         if isinstance(plugin, ModuleType):
             module_name = plugin.__name__
             label = entry_point or module_name
@@ -241,6 +247,7 @@ class PluginHost:
             version=version,
             entry_point=label,
             module_prefix=prefix,
+            required=required,
         )
 
     def _transaction(
@@ -252,6 +259,7 @@ class PluginHost:
         version: str,
         entry_point: str,
         module_prefix: str | None,
+        required: bool = False,
     ) -> PluginRecord:
         started = time.perf_counter()
         record = PluginRecord(name, dist, version, entry_point, "loaded")
@@ -262,7 +270,7 @@ class PluginHost:
             plugin = shape.plugin
             self._check_inject(shape.inject)
             self._register(plugin, name)
-            loaded = _Loaded(plugin, shape.inject, source, module_prefix)
+            loaded = _Loaded(plugin, shape.inject, source, module_prefix, required)
             record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or ())
             self.records[name] = record
             # Phases that already ran for the others run for this plugin now (a late add, a
@@ -273,6 +281,8 @@ class PluginHost:
                 self._register_tools(name, loaded)
         except _Rejection as rejection:
             self._undo(plugin, loaded)
+            if required:
+                _raise_required(record, rejection)
             self._mark_rejected(record, rejection)
             self.records[name] = record
             return record
@@ -291,6 +301,8 @@ class PluginHost:
             except _Rejection as rejection:
                 del self._loaded[name]
                 self._undo(loaded.plugin, loaded)
+                if loaded.required:
+                    _raise_required(record, rejection)
                 self._mark_rejected(record, rejection)
                 rejected.append(record)
             record.load_ms += (time.perf_counter() - started) * 1000
@@ -393,7 +405,8 @@ class PluginHost:
         except ConfigError as exc:
             raise _Rejection(
                 f"invalid configuration: {exc}",
-                f"fix [plugins.{name}] in the config file or the environment variable named",
+                f"correct the value in [plugins.{name}] of the config file, or in the "
+                "environment variable the reason names",
             ) from exc
         except Exception as exc:
             raise _Rejection(
@@ -442,6 +455,15 @@ class PluginHost:
             entry_point=previous.entry_point,
             module_prefix=loaded.module_prefix,
         )
+
+
+def _raise_required(record: PluginRecord, rejection: _Rejection) -> NoReturn:
+    """Without the built-ins no model provider answers and commands fail later with a
+    misleading message ("no installed plugin provides the model"): say what is wrong, once."""
+    if isinstance(rejection.__cause__, ConfigError):
+        raise ConfigError(str(rejection.__cause__)) from None
+    record.status, record.reason, record.fix = "rejected", rejection.reason, rejection.fix
+    raise PluginLoadError(record.describe()) from rejection
 
 
 def _log_record(record: PluginRecord) -> None:

@@ -16,8 +16,9 @@ test can drive the real `openai.AsyncOpenAI` client and then assert on what was 
 
 Faults are scripted too: `error_reply(429)`, `reply(..., cut_after=2)` (the connection closes
 mid-stream), `reply(..., delay=0.5)` (a slow stream; `wait_for_disconnect` tells when the client
-went away). Strict like `ScriptedModel`: a request with no reply left is answered with HTTP 400
-and recorded, and `check()` fails on it and on replies never used.
+went away), and `garbled(reply(...), at=1, data=b'{"choices": [')` (a chunk whose data is sent
+as raw bytes: broken JSON, not UTF-8). Strict like `ScriptedModel`: a request with no reply
+left is answered with HTTP 400 and recorded, and `check()` fails on it and on replies never used.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
@@ -39,6 +40,7 @@ __all__ = [
     "Reply",
     "ToolCallSpec",
     "error_reply",
+    "garbled",
     "reply",
     "tool_call",
 ]
@@ -51,7 +53,10 @@ _call_numbers: Final = itertools.count(1)  # unique call ids across a test's rep
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """One scripted answer: an SSE stream of `chunks` (status 200) or an error `body`."""
+    """One scripted answer: an SSE stream of `chunks` (status 200) or an error `body`.
+
+    A chunk is a JSON object, or bytes sent as its `data:` verbatim (see `garbled`).
+    """
 
     status: int = 200
     chunks: tuple[Chunk | bytes, ...] = ()  # bytes: a raw event body, for fault tests
@@ -136,6 +141,13 @@ def error_reply(
     body = {"error": {"message": text, "type": "scripted_error", "code": status}}
     headers = (("retry-after", str(retry_after)),) if retry_after is not None else ()
     return Reply(status=status, body=body, headers=headers)
+
+
+def garbled(scripted: Reply, *, at: int, data: bytes) -> Reply:
+    """`scripted` with chunk `at` (0-based) replaced by the raw `data`."""
+    chunks = list(scripted.chunks)
+    chunks[at] = data
+    return replace(scripted, chunks=tuple(chunks))
 
 
 def _split(text: str | None, pieces: int) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -96,7 +96,7 @@ def register_plugin(plugin_host: PluginHost) -> Iterator[RegisterPlugin]:
     """Load a plugin module or object into `plugin_host` for the duration of one test."""
     names: list[str] = []
 
-    def register(plugin: object, **kwargs: str) -> PluginRecord:
+    def register(plugin: object, **kwargs: Any) -> PluginRecord:
         record = plugin_host.add(plugin, **kwargs)
         if record.status == "loaded":
             names.append(record.name)

@@ -92,8 +92,10 @@ class ToolRegistry:
         try:
             value = orjson.loads(raw_arguments) if raw_arguments.strip() else {}
         except orjson.JSONDecodeError as exc:
+            # orjson stops at 1024 levels ("depth limit exceeded"); say it in plain words.
+            why = "nested too deeply" if str(exc).startswith("depth limit") else str(exc)
             return ToolResult(
-                f"Error: the arguments for {name} are not valid JSON ({exc}). "
+                f"Error: the arguments for {name} are not valid JSON ({why}). "
                 "Send one JSON object that matches the tool's schema.",
                 is_error=True,
             )
@@ -112,7 +114,9 @@ class ToolRegistry:
             # Typed as object: a plugin may break its contract, and this is where it shows.
             result: object = await tool.execute(args, exec_ctx)
         except Exception as exc:
-            logger.exception("tool %s (from %s) raised", name, self.provider(name))
+            # The model reads the failure as the call's error result and the host shows it on
+            # the call's row: it is not the host's error. The traceback is for HARNESS_DEBUG=1.
+            logger.debug("tool %s (from %s) raised", name, self.provider(name), exc_info=True)
             return ToolResult(f"Error: {name} failed: {type(exc).__name__}: {exc}", True)
         if not isinstance(result, ToolResult):
             logger.error("tool %s (from %s) returned %r", name, self.provider(name), result)

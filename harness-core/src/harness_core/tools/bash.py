@@ -16,6 +16,7 @@ import anyio
 from anyio.abc import Process
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import secret
 from ._tool import ExecContext, Tool, ToolResult
 
 __all__ = ["BashArgs", "BashTool", "OutputCapture"]
@@ -83,6 +84,12 @@ class BashTool(Tool[BashArgs]):
 
     async def execute(self, args: BashArgs, exec_ctx: ExecContext) -> ToolResult:
         cwd = _working_directory(exec_ctx)
+        if "\0" in args.command:  # no program can receive it: the OS refuses the argument
+            return ToolResult(
+                "Error: the command contains a NUL character (\\0), which bash cannot run; "
+                "remove it, or write the byte with printf '\\0'",
+                is_error=True,
+            )
         try:
             process = await _spawn(args.command, cwd)
         except OSError:
@@ -126,6 +133,9 @@ async def _spawn(command: str, cwd: str) -> Process:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # The model never sees provider keys or secrets (a prompt injection could make it
+            # `echo $OPENAI_API_KEY` into the log); `pass_env` lets chosen ones through.
+            env=secret.current().tool_environment(os.environ),
         )
     return process
 
