@@ -3,8 +3,9 @@ broken JSON, bit flips, raw bytes that are not UTF-8, wrong indices) through a w
 
 The property: the turn ends completed, or as an error whose text is one line; nothing else
 escapes `run_turn` (no traceback, no "internal error"), and the session file replays cleanly
-with the turn closed and every tool call answered. HARNESS_FUZZ_STREAM_EXAMPLES sets the number
-of cases (CI default: 60, well under a minute).
+with the turn closed and every tool call answered. HARNESS_FUZZ_STREAM_EXAMPLES (else
+HARNESS_FUZZ_EXAMPLES, which `scripts/fuzz` sets for a long run) is the number of cases; the
+default, 60, takes well under a minute.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from harness_core.tools import ToolRegistry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-EXAMPLES = int(os.environ.get("HARNESS_FUZZ_STREAM_EXAMPLES", "60"))
+EXAMPLES = int(
+    os.environ.get("HARNESS_FUZZ_STREAM_EXAMPLES") or os.environ.get("HARNESS_FUZZ_EXAMPLES", "60")
+)
 BASE = reply(
     "Hello there, friend",
     reasoning="thinking it over",
