@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -308,3 +309,14 @@ def test_a_create_that_cannot_write_its_header_leaves_no_file(
     with pytest.raises(ValueError, match="cannot be written as JSON"):
         SessionLog.create(path, log_registry, start)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("name", ["missing.jsonl", "x" * 300 + ".jsonl"])
+@pytest.mark.parametrize("writable", [True, False])
+def test_other_os_errors_on_open_are_reported_as_they_are(
+    tmp_path: Path, log_registry: EventTypeRegistry, name: str, writable: bool
+) -> None:
+    """A missing file or a name too long is the OS's own error, not "not a regular file"."""
+    with pytest.raises(OSError, match=r"No such file|File name too long") as caught:
+        SessionLog.open(tmp_path / name, log_registry, writable=writable)
+    assert caught.value.errno in (errno.ENOENT, errno.ENAMETOOLONG)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from harness_core.log import (
     Event,
+    EventType,
     EventTypeRegistry,
     InvariantViolation,
     SessionLog,
@@ -15,6 +16,7 @@ from harness_core.log import (
     dev_mode,
 )
 from harness_core.log._invariants import InvariantChecker
+from pydantic import BaseModel
 
 WriteTurn = Callable[[SessionLog, str], int]
 
@@ -35,6 +37,35 @@ def _in_turn(store: SessionStore) -> SessionLog:
 def test_suite_runs_in_dev_mode() -> None:
     """The root conftest switches the invariants on for every test."""
     assert dev_mode()
+
+
+@pytest.mark.parametrize("value", ["0", "2", "yes", "true", ""])
+def test_only_harness_dev_1_switches_the_invariants_on(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """HARNESS_DEV is on with exactly "1"; any other value is off."""
+    monkeypatch.setenv("HARNESS_DEV", value)
+    assert not dev_mode()
+
+
+class _CallNote(BaseModel):
+    """A plugin event that happens to carry a call id (a progress note for a running call)."""
+
+    text: str
+    call_id: str | None = None
+
+
+def test_a_plugin_event_while_a_call_is_open_neither_answers_nor_blocks_it(
+    log_store: SessionStore, log_registry: EventTypeRegistry
+) -> None:
+    """Only tool/result answers a call; any other event type may come while one is open."""
+    log_registry.declare(EventType("web/note", _CallNote, surface=False))
+    with _in_turn(log_store) as log:
+        log.append("message/assistant", {"tool_calls": [CALL]}, turn=1)
+        log.append("web/note", {"text": "working"}, turn=1)
+        log.append("web/note", {"text": "still working", "call_id": "c1"}, turn=1)
+        log.append("tool/result", _result("c1"), turn=1)
+        log.append("turn/end", {"status": "completed"}, turn=1)
 
 
 def test_event_outside_a_turn_is_rejected(log_store: SessionStore) -> None:

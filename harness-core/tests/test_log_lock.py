@@ -165,3 +165,68 @@ def test_reader_beside_a_writer_follows_with_refresh(
             assert reader.events == writer.events
         reader_again = log_store.open(writer.session_id, writable=False)
         assert reader_again.projection.request_messages() == writer.projection.request_messages()
+
+
+_DECOYS = textwrap.dedent(
+    """
+    import fcntl, os, sys
+
+    fds = [os.open(path, os.O_RDWR) for path in sys.argv[1:]]
+    for fd in fds[:-1]:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # other files' flocks
+    fcntl.lockf(fds[-1], fcntl.LOCK_EX)  # a POSIX lock on the session file itself
+    print("holding", flush=True)
+    sys.stdin.readline()
+    """
+)
+
+
+def _hold(script: str, *paths: Path) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, paths)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdout.readline() == "holding\n"
+    return process
+
+
+def test_the_holder_named_is_the_flock_holder_of_this_very_file(
+    tmp_path: Path, log_store: SessionStore
+) -> None:
+    """Newer locks on files with lower and higher inodes, and a POSIX lock: never named."""
+    decoys = [tmp_path / "decoy-a", tmp_path / "decoy-b"]
+    for decoy in decoys:
+        decoy.write_bytes(b"")
+    with log_store.create() as log:
+        pass
+    decoys += [tmp_path / "decoy-c", tmp_path / "decoy-d"]
+    for decoy in decoys[2:]:
+        decoy.write_bytes(b"")
+    with _hold(_HOLDER, log.path) as holder, _hold(_DECOYS, *decoys, log.path) as other:
+        try:
+            failure = _open_without_blocking(log.path, log_store)
+        finally:
+            other.kill()
+            holder.kill()
+    assert isinstance(failure, SessionLocked)
+    assert failure.holder == holder.pid
+
+
+def test_a_holder_that_cannot_be_looked_up_is_another_process(
+    log_store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a readable /proc/locks the error still names no wrong pid: "another process"."""
+    real_read_text = Path.read_text
+
+    def unreadable(self: Path, *args: object, **kwargs: object) -> str:
+        if str(self) == "/proc/locks":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    with log_store.create() as log:
+        monkeypatch.setattr(Path, "read_text", unreadable)
+        failure = _open_without_blocking(log.path, log_store)
+    assert isinstance(failure, SessionLocked) and failure.holder is None
+    assert "already open for writing by another process;" in str(failure)

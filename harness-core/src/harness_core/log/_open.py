@@ -27,6 +27,14 @@ _KINDS: Final = (
 )
 
 
+# What the open itself reports for a name that is not a regular file.
+_REFUSED_AT_OPEN: Final = {
+    errno.ELOOP: "a symbolic link",  # O_NOFOLLOW on a link
+    errno.EISDIR: "a directory",  # a directory opened for writing
+    errno.ENXIO: "a FIFO",  # a FIFO without a reader, opened for writing
+}
+
+
 class NotASession(ValueError):
     """A session file that is not a regular file, or whose content is not a session."""
 
@@ -40,13 +48,10 @@ def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _refusal(path, "a symbolic link") from None
-        if exc.errno == errno.EISDIR:
-            raise _refusal(path, "a directory") from None
-        if exc.errno == errno.ENXIO:  # a FIFO without a reader, opened for writing
-            raise _refusal(path, "a FIFO") from None
-        raise
+        kind = _REFUSED_AT_OPEN.get(exc.errno or 0)
+        if kind is None:
+            raise  # a missing file, no permission, ...: the OS's own error says it best
+        raise _refusal(path, kind) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
