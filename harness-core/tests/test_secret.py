@@ -40,8 +40,10 @@ def test_short_values_and_unlisted_variables_are_not_secret() -> None:
 
 
 def test_tool_environment_drops_secrets_unless_passed_through() -> None:
-    """Keys and configured secrets are removed; `pass_env` lets chosen ones through."""
+    """Keys, the web token and configured secrets go; `pass_env` lets chosen ones through."""
     secrets = Secrets(ENV, secret_env=["GITHUB_TOKEN"], pass_env=["GITHUB_TOKEN"])
+    web = {**ENV, "HARNESS_WEB_TOKEN": "t0ken-for-the-web-host"}
+    assert "HARNESS_WEB_TOKEN" not in Secrets(web).tool_environment(web)
     assert secrets.tool_environment(ENV) == {
         "HOME": "/home/me",
         "GITHUB_TOKEN": "ghp_0123456789abcdef",

@@ -2,7 +2,8 @@
 of everything harness prints or logs, and the environment tool processes get without them.
 
 A variable is secret when its name ends in `_API_KEY` (OPENAI_API_KEY, DEEPSEEK_API_KEY, any
-provider's key) or is listed in the `secret_env` setting (HARNESS_SECRET_ENV). Tool processes
+provider's key), is HARNESS_WEB_TOKEN, or is listed in the `secret_env` setting
+(HARNESS_SECRET_ENV). Tool processes
 get the environment minus the secret variables, except those listed in `pass_env`
 (HARNESS_PASS_ENV). Redaction replaces every secret value, and any `Bearer TOKEN`, by
 `[redacted]`, whether or not the variable is passed through.
@@ -22,6 +23,8 @@ __all__ = ["REDACTED", "Secrets", "current", "install"]
 
 REDACTED: Final = "[redacted]"
 SECRET_SUFFIX: Final = "_API_KEY"
+# The web host's token: a tool that could read it could drive the web API.
+ALWAYS_SECRET: Final = frozenset({"HARNESS_WEB_TOKEN"})
 # Shorter values are not redacted: a placeholder key such as "x" or "test" would otherwise
 # blank out every occurrence of a common word.
 MIN_LENGTH: Final = 8
@@ -41,7 +44,7 @@ class Secrets:
         secret_env: Iterable[str] = (),
         pass_env: Iterable[str] = (),
     ) -> None:
-        extra = set(secret_env)
+        extra = ALWAYS_SECRET | set(secret_env)
         self.names = frozenset(n for n in env if n.endswith(SECRET_SUFFIX) or n in extra)
         self.pass_env = frozenset(pass_env)
         values = {env[n] for n in self.names if len(env[n].strip()) >= MIN_LENGTH}
