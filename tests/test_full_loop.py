@@ -1,4 +1,4 @@
-"""The whole loop with real parts: entry-point plugins, a §9 script file, the durable log."""
+"""The whole loop with real parts: entry-point plugins, a script file, the durable log."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def write(items: Todos, call_id: str | None = None) -> dict[str, Any]:
 
 
 def script_file(tmp_path: Path, steps: list[dict[str, Any]]) -> ScriptedModel:
-    """Write the steps as a §9 script file and load it the way `--model scripted:PATH` does."""
+    """Write the steps as a script file and load it the way `--model scripted:PATH` does."""
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"steps": steps}, indent=2), encoding="utf-8")
     return ScriptedModel.from_file(path)

@@ -60,7 +60,7 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedModel:
-        """Load a §9 script file; every problem is a ScriptError naming the file and step."""
+        """Load a script file; every problem is a ScriptError naming the file and step."""
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
