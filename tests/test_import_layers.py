@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,14 @@ def test_an_upward_import_breaks_a_contract_naming_it(circle: str, tmp_path: Pat
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
     assert reported in result.stdout
+
+
+def test_the_architecture_doc_shows_the_layers_contract() -> None:
+    """docs/architecture.md lists the layers exactly as the checked contract states them."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (layers,) = [
+        c["layers"] for c in contracts["tool"]["importlinter"]["contracts"] if c["id"] == "layers"
+    ]
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    shown = doc.split("## Layers", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert shown.splitlines() == layers
