@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -283,3 +284,68 @@ def test_raw_stdio_every_line_is_json_rpc(
     assert answered[2]["agentCapabilities"]["loadSession"] is True
     assert answered[2]["agentInfo"]["name"] == "harness"
     assert answered[4]["sessionId"]
+
+
+ACPX_VERSION = "0.19.1"
+
+
+@pytest.fixture(scope="session")
+def acpx() -> str:
+    """The `acpx` headless ACP client from npm, installed once into the user's cache."""
+    prefix = Path.home() / ".cache" / "harness-tests" / f"acpx-{ACPX_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "acpx"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: the acpx client test needs it")
+        installed = subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                f"acpx@{ACPX_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if installed.returncode != 0 or not binary.exists():
+            pytest.skip(
+                f"npm could not install acpx@{ACPX_VERSION}: {installed.stderr.strip()[-300:]}"
+            )
+    return str(binary)
+
+
+def test_acpx_drives_a_turn_to_the_end(acpx: str, tmp_path: Path, harness_home: Path) -> None:
+    """A client nobody here wrote (acpx exec --format json) completes a turn with tools."""
+    steps = [
+        {"tool_calls": [todo_call(("Greet", "in_progress"))]},
+        {"tool_calls": [bash_call("echo hello from acpx")]},
+        {"text": "Greeted."},
+    ]
+    model = write_script(tmp_path / "s.json", steps)
+    agent = f"{HARNESS} acp --model {model}"
+    result = subprocess.run(
+        [acpx, "--agent", agent, "--cwd", str(tmp_path), "--format", "json", "exec", "Greet me"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    updates = [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
+    assert [u["sessionUpdate"] for u in updates if u["sessionUpdate"].startswith("tool")] == [
+        "tool_call",
+        "tool_call_update",
+    ]
+    chunks = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(chunks) == "Greeted."
+    assert {"stopReason": "end_turn"} in [m.get("result") for m in messages]
+    (session,) = session_ids(harness_home)
+    assert [e["type"] for e in read_events(harness_home, session)].count("todo/write") == 1
