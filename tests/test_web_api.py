@@ -185,3 +185,14 @@ def test_a_session_another_process_writes_is_409_naming_the_holder(served: Serve
             os.close(fd)
     assert answer.status_code == 409
     assert f"process {os.getpid()}" in answer.json()["error"]
+
+
+def test_a_wildcard_bind_warns_and_still_needs_the_token(harness_home: Path) -> None:
+    """--host 0.0.0.0: one warning line on stderr; the API still answers 401 without the token."""
+    with serve(harness_home, "--host", "0.0.0.0") as served:
+        port = served.url.rsplit(":", 1)[1].rstrip("/")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            assert client.get("/api/sessions").status_code == 401
+            authorized = {"Authorization": f"Bearer {served.token}"}
+            assert client.get("/api/sessions", headers=authorized).status_code == 200
+    assert "harness: warning: serving on 0.0.0.0" in served.stderr

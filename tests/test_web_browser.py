@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_cli_support import bash_call, todo_call
-from web_support import Served, serve, write_script_file
+from web_support import Served, free_port, serve, write_script_file
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -184,3 +184,34 @@ def test_without_the_todo_plugin_the_page_works_and_shows_no_panel(
             "Hello there.", timeout=15000
         )
         expect(page.locator("[data-testid=todo-dock]")).to_have_count(0)  # type: ignore[attr-defined]
+
+
+def test_the_page_catches_up_after_a_server_restart_without_a_reload(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """The server stops and starts again on its port: the open page reconnects and shows the
+    next turn, with nothing shown twice."""
+    expect = playwright_api.expect
+    model = write_script_file(
+        tmp_path / "two.json", [{"text": "First answer."}, {"text": "Second answer."}]
+    )
+    port, env = free_port(), {"HARNESS_WEB_TOKEN": "fixed-token-for-the-test"}
+    with (
+        serve(harness_home, "--model", model, env=env, port=port) as served,
+        served.client() as client,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "one")
+        answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(answers).to_have_text(["First answer."], timeout=15000)
+    second = write_script_file(tmp_path / "second.json", [{"text": "After the restart."}])
+    with (
+        serve(harness_home, "--model", second, env=env, port=port) as served,
+        served.client() as client,
+    ):
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "two"})
+        served.wait_idle(session)
+        expect(answers).to_have_text(["First answer.", "After the restart."], timeout=20000)
+        users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+        expect(users).to_have_text(["one", "two"])

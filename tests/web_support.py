@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -16,7 +17,7 @@ from typing import Any
 import httpx
 from test_cli_support import HARNESS, child_env
 
-URL_LINE = re.compile(r"harness web: (http://(127\.0\.0\.1|localhost):(\d+)/)\?token=(\S+)$")
+URL_LINE = re.compile(r"harness web: (http://([\w.:]+):(\d+)/)\?token=(\S+)$")
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Served:
     token: str
     home: Path
     process: subprocess.Popen[str]
+    stderr: str = ""  # what the server printed on stderr, once it stopped
 
     @property
     def host(self) -> str:
@@ -52,10 +54,12 @@ class Served:
 
 
 @contextmanager
-def serve(home: Path, *args: str, env: Mapping[str, str | None] | None = None) -> Iterator[Served]:
-    """`harness serve --port 0 ARGS` with HARNESS_HOME=home, stopped (SIGINT) at the end."""
+def serve(
+    home: Path, *args: str, env: Mapping[str, str | None] | None = None, port: int = 0
+) -> Iterator[Served]:
+    """`harness serve --port PORT ARGS` with HARNESS_HOME=home, stopped (SIGINT) at the end."""
     process = subprocess.Popen(
-        [HARNESS, "serve", "--port", "0", *args],
+        [HARNESS, "serve", "--port", str(port), *args],
         env=child_env({"HARNESS_HOME": str(home), **(env or {})}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -68,15 +72,16 @@ def serve(home: Path, *args: str, env: Mapping[str, str | None] | None = None) -
     if match is None:
         process.kill()
         raise AssertionError(f"first line {line!r}; stderr: {process.communicate()[1]}")
+    served = Served(match[1], match[4], home, process)
     try:
-        yield Served(match[1], match[4], home, process)
+        yield served
     finally:
         process.send_signal(signal.SIGINT)
         try:
-            process.communicate(timeout=10)  # reads both pipes to the end and closes them
+            served.stderr = process.communicate(timeout=10)[1]  # reads both pipes, closes them
         except subprocess.TimeoutExpired:
             process.kill()
-            process.communicate()
+            served.stderr = process.communicate()[1]
 
 
 def sse_events(response: httpx.Response, *, until: int) -> list[dict[str, Any]]:
@@ -107,4 +112,11 @@ def write_script_file(path: Path, steps: list[dict[str, Any]]) -> str:
     return f"scripted:{path}"
 
 
-__all__ = ["Served", "serve", "sse_events", "write_script_file"]
+__all__ = ["Served", "free_port", "serve", "sse_events", "write_script_file"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -63,8 +63,11 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _hosts(host: str, port: int) -> list[str]:
-    """The Host header values this server answers to (anything else is DNS rebinding)."""
+def _hosts(host: str, port: int) -> list[str] | None:
+    """The Host header values this server answers to (anything else is DNS rebinding);
+    None for a wildcard bind, which answers to whatever name reaches it."""
+    if host in ("0.0.0.0", "::", ""):
+        return None
     names = {host}
     if host in ("127.0.0.1", "localhost"):
         names |= {"127.0.0.1", "localhost"}

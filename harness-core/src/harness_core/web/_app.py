@@ -39,19 +39,20 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(
-    hub: Hub, *, token: str, hosts: Sequence[str], dock: Sequence[tuple[str, DockEntry]]
+    hub: Hub, *, token: str, hosts: Sequence[str] | None, dock: Sequence[tuple[str, DockEntry]]
 ) -> Starlette:
-    """The ASGI app for `hub`: `hosts` are the Host values this server answers to."""
-    allowed = frozenset(hosts)
-    origins = frozenset(f"http://{host}" for host in hosts)
+    """The ASGI app for `hub`: `hosts` are the Host values this server answers to (None: any,
+    for a wildcard bind, where only the token stands between the network and the tools)."""
+    allowed = frozenset(hosts) if hosts is not None else None
     docked = {f"{plugin}/{entry.module}": entry for plugin, entry in dock}
 
     def guard(handler: Handler, *, api: bool = True) -> Handler:
         async def guarded(request: Request) -> Response:
-            if request.headers.get("host") not in allowed:
+            host = request.headers.get("host", "")
+            if allowed is not None and host not in allowed:
                 return _error(403, "this server answers only to its own address")
             origin = request.headers.get("origin")
-            if request.method == "POST" and origin is not None and origin not in origins:
+            if request.method == "POST" and origin is not None and origin != f"http://{host}":
                 return _error(403, f"cross-site request from {origin} refused")
             if api and not _authorized(request, token):
                 return _error(401, "missing or wrong token: open the URL harness serve printed")

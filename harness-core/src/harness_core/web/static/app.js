@@ -240,7 +240,11 @@ function connect(id) {
   state.source = source;
   source.onopen = () => status("");
   source.onerror = () => status("connection lost: reconnecting…");
-  source.onmessage = (message) => live(JSON.parse(message.data));
+  source.onmessage = (message) => {
+    const envelope = JSON.parse(message.data);
+    live(envelope);
+    if (envelope.type === "turn/end" || envelope.type === "message/user") listSessions();
+  };
   source.addEventListener("delta", (message) => streamDelta(JSON.parse(message.data)));
   source.addEventListener("row", (message) => applyRow(JSON.parse(message.data)));
   source.addEventListener("snapshot", (message) => applySnapshot(JSON.parse(message.data)));
