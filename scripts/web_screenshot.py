@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from playwright.sync_api import sync_playwright  # noqa: E402
-from web_support import serve  # noqa: E402
+from playwright.sync_api import sync_playwright
+from web_support import serve
 
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
