@@ -61,6 +61,25 @@ def test_installed_todo_plugin_loads_through_its_entry_point(plugin_host: Plugin
     assert plugin_host.tools.provider("todo_write") == "todo"
 
 
+@pytest.mark.parametrize("group", ["harness.plugins", "harness.commands", "console_scripts"])
+def test_entry_points_are_read_as_importlib_metadata_reads_them(
+    group: str, fake_distribution: FakeDistribution
+) -> None:
+    """The loader's own metadata reader finds what importlib.metadata finds, dist and version."""
+    import importlib.metadata as md
+
+    from harness_core._entry_points import entry_points
+
+    fake_distribution("Echo.Plugin", {"echo": "echo_plugin:make"}, {}, version="2.3", group=group)
+    ours = sorted((e.name, e.value, e.dist, e.version) for e in entry_points(group))
+    theirs = sorted(
+        (e.name, e.value, e.dist.metadata["Name"], e.dist.version)
+        for e in md.entry_points(group=group)
+        if e.dist is not None
+    )
+    assert ours == theirs and ("echo", "echo_plugin:make", "Echo.Plugin", "2.3") in ours
+
+
 def test_good_fake_distribution_loads_with_its_metadata(
     plugin_host: PluginHost, fake_distribution: FakeDistribution
 ) -> None:

@@ -8,10 +8,10 @@ metadata (entry-point group `harness.commands`, `NAME = "<plugin name>"`).
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import logging
 from typing import Final
 
+from .._entry_points import entry_points
 from ..hosts import Command
 from ._app import App, CliError, guarded, install_log_handler
 from ._parser import CORE_COMMANDS, build_parser
@@ -65,11 +65,11 @@ def plugin_commands(app: App) -> dict[str, Command]:
 
 def _explain_missing(app: App, word: str) -> None:
     """Raise a one-line error when an installed plugin that is not loaded declares `word`."""
-    for entry_point in md.entry_points(group=COMMANDS_GROUP):
+    for entry_point in entry_points(COMMANDS_GROUP):
         if entry_point.name != word:
             continue
         record = app.host.records.get(entry_point.value)
-        dist = entry_point.dist.metadata["Name"] if entry_point.dist is not None else "a plugin"
+        dist = entry_point.dist
         if record is None or record.status == "loaded":
             continue
         raise CliError(

@@ -46,12 +46,9 @@ def declared_commands() -> list[tuple[str, str]]:
     `harness --help` lists them without importing any plugin (entry-point group
     `harness.commands`); the commands themselves come from `harness_cli_commands`.
     """
-    import importlib.metadata as md
+    from .._entry_points import entry_points
 
-    declared = {
-        (ep.name, ep.dist.metadata["Name"] if ep.dist is not None else "a plugin")
-        for ep in md.entry_points(group="harness.commands")
-    }
+    declared = {(ep.name, ep.dist) for ep in entry_points("harness.commands")}
     return sorted(d for d in declared if d[0] not in CORE_COMMANDS)
 
 

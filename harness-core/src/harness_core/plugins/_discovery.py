@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from .._entry_points import EntryPoint, entry_points, normalize
 
 __all__ = ["GROUP", "Candidate", "discover", "select"]
 
@@ -25,30 +25,15 @@ class Candidate:
     value: str
     dist: str
     version: str
-    entry_point: md.EntryPoint
+    entry_point: EntryPoint
 
     def matches(self, wanted: set[str]) -> bool:
-        return self.name in wanted or _normalize(self.dist) in wanted
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+        return self.name in wanted or normalize(self.dist) in wanted
 
 
 def discover(group: str = GROUP) -> list[Candidate]:
     """Every entry point of the group, sorted by (name, dist) for a deterministic load order."""
-    found = []
-    for ep in md.entry_points(group=group):
-        dist = ep.dist
-        found.append(
-            Candidate(
-                name=ep.name,
-                value=ep.value,
-                dist=dist.metadata["Name"] if dist is not None else "(unknown)",
-                version=dist.version if dist is not None else "?",
-                entry_point=ep,
-            )
-        )
+    found = [Candidate(ep.name, ep.value, ep.dist, ep.version, ep) for ep in entry_points(group)]
     return sorted(found, key=lambda c: (c.name, c.dist))
 
 
@@ -57,7 +42,7 @@ def _names(raw: str | None) -> set[str] | None:
         return None
     # Entry-point names are matched as written, distribution names normalized (PEP 503).
     names = {n.strip() for n in raw.split(",") if n.strip()}
-    return names | {_normalize(n) for n in names}
+    return names | {normalize(n) for n in names}
 
 
 def select(
@@ -93,7 +78,7 @@ def _warn_unmatched(variable: str, raw: str | None, candidates: list[Candidate])
         logger.warning("HARNESS_LOAD_PLUGINS is empty: no plugin loads (unset it to load all)")
     installed = ", ".join(sorted({c.name for c in candidates})) or "none"
     for name in names:
-        if not any(c.matches({name, _normalize(name)}) for c in candidates):
+        if not any(c.matches({name, normalize(name)}) for c in candidates):
             logger.warning(
                 "%s names %r, which matches no installed plugin (installed: %s)",
                 variable,
