@@ -29,7 +29,7 @@ OtherBookmark.__module__ = "other_plugin.events"
 
 
 def test_core_types_and_their_surface_flags() -> None:
-    """Exactly the contract's core types; only session start and messages are surface."""
+    """Exactly the contract's core types; session start, messages and compactions are surface."""
     flags = {t.name: t.surface for t in CORE_EVENT_TYPES}
     assert flags == {
         "session/start": True,
@@ -38,6 +38,7 @@ def test_core_types_and_their_surface_flags() -> None:
         "message/user": True,
         "message/assistant": True,
         "tool/result": True,
+        "context/compact": True,
     }
     registry = EventTypeRegistry()
     assert registry.names() == sorted(flags)

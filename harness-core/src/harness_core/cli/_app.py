@@ -35,7 +35,7 @@ from ..log import (
 from ..plugins import PluginHost, PluginLoadError
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
-    from ..loop import Agent
+    from ..loop import Agent, CompactionPolicy
     from ..models import DeltaSink, Model
 
 __all__ = [
@@ -284,6 +284,27 @@ class App:
 
         return self.settings.max_steps or DEFAULT_MAX_STEPS
 
+    def compaction(self, model: Model) -> CompactionPolicy:
+        """`compact_at` and `context_window` from the config; the model's own window otherwise.
+
+        `context_window` is a number of tokens for any model, or a table of them by model
+        name (`[context_window]` with `"deepseek:deepseek-chat" = 65536`).
+        """
+        from ..loop import DEFAULT_COMPACT_AT, CompactionPolicy
+
+        at = self.config.get("compact_at", DEFAULT_COMPACT_AT)
+        if type(at) not in (int, float) or not 0 < at <= 1:
+            raise CliError(f"compact_at (or HARNESS_COMPACT_AT) must be in (0, 1], got {at!r}")
+        window = self.config.get("context_window")
+        if isinstance(window, dict):
+            window = window.get(model.name)
+        if window is not None and (type(window) is not int or window < 1):
+            raise CliError(
+                "context_window (or HARNESS_CONTEXT_WINDOW) must be a positive number of "
+                f"tokens, or a table of them by model name; got {window!r} for {model.name}"
+            )
+        return CompactionPolicy(context_window=window, compact_at=float(at))
+
     def writer(self, session_id: str | None) -> SessionLog:
         """The session to write: an existing one (locked), or a new one for this cwd.
 
@@ -321,4 +342,5 @@ class App:
             store=self.store,
             on_event=on_event,
             on_delta=on_delta,
+            compaction=self.compaction(model),
         )

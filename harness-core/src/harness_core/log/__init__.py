@@ -14,14 +14,28 @@ from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog
 from ._invariants import InvariantViolation, dev_mode
 from ._lock import SessionLocked
 from ._open import NotASession
-from ._projection import INTERRUPTED_TEXT, MessageProjection, derive_messages
+from ._projection import (
+    INTERRUPTED_TEXT,
+    SUMMARY_HEADER,
+    Carry,
+    CompactionRange,
+    MessageProjection,
+    derive_messages,
+)
 from ._store import SessionNotFound, SessionStore, SessionSummary, default_home
 from ._tail import find_latest, last_event
-from ._types import CORE_EVENT_TYPES, EventType, EventTypeConflict, EventTypeRegistry
+from ._types import (
+    CORE_EVENT_TYPES,
+    CarryProvider,
+    EventType,
+    EventTypeConflict,
+    EventTypeRegistry,
+)
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     from ._events import (
         AssistantMessage,
+        ContextCompact,
         SessionStart,
         ToolCall,
         ToolResultPayload,
@@ -35,7 +49,12 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
 __all__ = [
     "CORE_EVENT_TYPES",
     "INTERRUPTED_TEXT",
+    "SUMMARY_HEADER",
     "AssistantMessage",
+    "Carry",
+    "CarryProvider",
+    "CompactionRange",
+    "ContextCompact",
     "EnvelopeError",
     "Event",
     "EventSink",

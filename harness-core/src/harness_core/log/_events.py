@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "AssistantMessage",
+    "ContextCompact",
     "SessionStart",
     "ToolCall",
     "ToolResultPayload",
@@ -89,3 +90,15 @@ class ToolResultPayload(_Payload):
     text: str
     is_error: bool = False
     data: Any = Field(default=None)
+
+
+class ContextCompact(_Payload):
+    """`context/compact`: `summary` stands for events `first_seq..last_seq` in the messages.
+
+    The events themselves stay on the log; `model` wrote the summary.
+    """
+
+    summary: str
+    first_seq: int
+    last_seq: int
+    model: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -108,7 +109,7 @@ class SessionLog:
         # Each event's line as stored, when a reader asked to keep them (`harness events`).
         self.lines: list[bytes] | None = [] if keep_lines else None
         self.problems: list[str] = []
-        self.projection = MessageProjection(registry.surface)
+        self.projection = MessageProjection(registry.surface, self._carried)
         self.listeners: list[Listener] = []
         self.committed_seq = -1
         self._size = 0  # bytes of complete lines; the file never holds a partial line past it
@@ -206,6 +207,8 @@ class SessionLog:
         # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
         with _gc_paused():
             events, problems = parse_lines(buf, first_seq, self._lines + 1, raw=self.lines)
+            # In `self.events` before the fold: a compaction asks what came before it there.
+            self.events.extend(events)
             if self.lines is None:
                 self.projection.fold_all(events)  # opening yields a ready projection
             else:  # a reader printing stored lines may never ask for the messages
@@ -215,7 +218,6 @@ class SessionLog:
         known = self.registry.names()
         unknown = {e.type for e in events} - set(known)
         problems += [f"unknown event type {t!r} kept and skipped" for t in sorted(unknown)]
-        self.events.extend(events)
         for problem in problems:
             logger.warning("%s: %s", self.path.name, problem)
         self.problems.extend(problems)
@@ -343,6 +345,11 @@ class SessionLog:
     def session_id(self) -> str:
         return self.path.stem
 
+    def _carried(self, compaction: Event) -> list[str]:
+        """What plugins carry across `compaction`, from the events before it."""
+        end = bisect_left(self.events, compaction.seq, key=_seq)
+        return self.registry.carried(self.events, end)
+
     def latest(self, types: Iterable[str]) -> Event | None:
         """The newest event of one of `types` (or of `types`, a str), scanning back from the end."""
         wanted = frozenset((types,) if isinstance(types, str) else types)
@@ -365,6 +372,10 @@ class SessionLog:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _seq(event: Event) -> int:
+    return event.seq
 
 
 def _check_header(path: Path, buf: bytes, *, writable: bool) -> None:

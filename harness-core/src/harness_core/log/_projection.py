@@ -9,34 +9,80 @@ The fold also repairs what a crash can leave behind, so a provider never receive
 history: a tool call with no result gets a synthetic "interrupted" result adjacent to its
 assistant message, and a result that answers no open call (a duplicate, or one for an older
 assistant message) is dropped. Both are recorded in `problems`.
+
+A `context/compact` event replaces the messages of events `first_seq..last_seq` with one user
+message: `SUMMARY_HEADER`, the summary, then what plugins carry across the compaction (the
+`carry` callback, asked once per compaction with the compaction event). Each message remembers
+the seq of the event it came from (`_origins`, never decreasing), so the replaced span is found
+by bisection; the fold builds new lists then, so a list a model already holds is never edited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any, Final
 
 from ._envelope import Event
 from ._types import CORE_SURFACE
 
-__all__ = ["INTERRUPTED_TEXT", "MessageProjection", "derive_messages"]
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "SUMMARY_HEADER",
+    "Carry",
+    "CompactionRange",
+    "MessageProjection",
+    "derive_messages",
+]
 
 INTERRUPTED_TEXT: Final = "Error: the tool call was interrupted before it returned a result."
+SUMMARY_HEADER: Final = "[The earlier part of this session was compacted into this summary.]"
 
 Message = dict[str, Any]
+# The compaction event -> texts plugins carry across it (see harness_compaction_carry).
+Carry = Callable[[Event], Sequence[str]]
+
+
+class CompactionRange:
+    """What a compaction keeping the last messages would replace: seqs and message count."""
+
+    __slots__ = ("first_seq", "last_seq", "messages")
+
+    def __init__(self, first_seq: int, last_seq: int, messages: int) -> None:
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.messages = messages  # how many leading messages of the request it replaces
+
+    @property
+    def events(self) -> int:
+        return self.last_seq - self.first_seq + 1
 
 
 class MessageProjection:
     """Incrementally folded OpenAI-style chat messages."""
 
-    __slots__ = ("_backlog", "_messages", "_pending", "_problems", "_surface")
+    __slots__ = (
+        "_backlog",
+        "_carry",
+        "_messages",
+        "_origins",
+        "_pending",
+        "_pending_seq",
+        "_problems",
+        "_surface",
+    )
 
-    def __init__(self, surface_types: Container[str] = CORE_SURFACE) -> None:
+    def __init__(
+        self, surface_types: Container[str] = CORE_SURFACE, carry: Carry | None = None
+    ) -> None:
         self._surface = surface_types
+        self._carry = carry
         self._backlog: list[Event] = []  # surface events recorded but not folded yet
         self._messages: list[Message] = []
+        self._origins: list[int] = []  # the seq each message came from, never decreasing
         # Calls of the latest assistant message still waiting for a result, in call order.
         self._pending: dict[str, str] = {}
+        self._pending_seq = 0  # the seq of that assistant message
         self._problems: list[str] = []
 
     @property
@@ -87,29 +133,73 @@ class MessageProjection:
             return self._messages
         return self._messages + [_interrupted(call_id) for call_id in self._pending]
 
+    def compaction_range(self, keep: int) -> CompactionRange | None:
+        """The span a compaction keeping the last `keep` messages would replace, or None.
+
+        The span starts after session/start (whose system prompt stays), so a newer
+        compaction replaces an older one's summary too. The kept tail never starts with a
+        tool result: the cut
+        moves back to the assistant message that made the call. None while a call is open
+        or when nothing before the tail is left to replace.
+        """
+        self.catch_up()
+        if self._pending:
+            return None
+        origins, messages = self._origins, self._messages
+        head = bisect_right(origins, 0)  # the session/start messages
+        cut = max(head, len(messages) - keep)
+        while cut > head and messages[cut]["role"] == "tool":
+            cut -= 1
+        if cut <= head:
+            return None
+        # Everything after session/start up to the kept tail, turn marks and plugin events
+        # included: the span is a prefix of the log, whatever earlier compactions covered.
+        return CompactionRange(1, origins[cut] - 1, cut)
+
     def _fold(self, event: Event) -> None:
         kind = event.type
         data = event.data
+        seq = event.seq
         try:
             if kind == "tool/result":
-                self._apply_result(event.seq, data)
+                self._apply_result(seq, data)
             elif kind == "message/assistant":
                 self._close_pending()
-                self._apply_assistant(data)
+                self._apply_assistant(seq, data)
             elif kind == "message/user":
                 self._close_pending()
-                self._messages.append({"role": "user", "content": str(data["text"])})
+                self._add(seq, {"role": "user", "content": str(data["text"])})
+            elif kind == "context/compact":
+                self._close_pending()
+                self._apply_compaction(event)
             elif kind == "session/start":
                 # Only ever first on a log a writer kept; closing calls first keeps a stray one
                 # in a damaged file from landing between a call and its results.
                 self._close_pending()
                 prompt = data.get("system_prompt")
                 if prompt:
-                    self._messages.append({"role": "system", "content": prompt})
-        except (KeyError, TypeError, AttributeError) as exc:
-            self._problems.append(f"seq {event.seq}: malformed {kind} payload skipped ({exc!r})")
+                    self._add(seq, {"role": "system", "content": prompt})
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            self._problems.append(f"seq {seq}: malformed {kind} payload skipped ({exc!r})")
 
-    def _apply_assistant(self, data: dict[str, Any]) -> None:
+    def _add(self, seq: int, message: Message) -> None:
+        self._messages.append(message)
+        self._origins.append(seq)
+
+    def _apply_compaction(self, event: Event) -> None:
+        data = event.data
+        first, last = int(data["first_seq"]), int(data["last_seq"])
+        parts = [SUMMARY_HEADER, str(data["summary"])]
+        if self._carry is not None:
+            parts += self._carry(event)
+        summary = {"role": "user", "content": "\n\n".join(parts)}
+        origins, messages = self._origins, self._messages
+        start, end = bisect_left(origins, first), bisect_right(origins, last)
+        # New lists, not edits: a model (the scripted one) may hold the old list as it was sent.
+        self._messages = [*messages[:start], summary, *messages[end:]]
+        self._origins = [*origins[:start], first, *origins[end:]]
+
+    def _apply_assistant(self, seq: int, data: dict[str, Any]) -> None:
         message: Message = {"role": "assistant", "content": data.get("text") or ""}
         calls = data.get("tool_calls") or ()
         if calls:
@@ -122,10 +212,11 @@ class MessageProjection:
                 for call in calls
             ]
             self._pending = {call["id"]: call["name"] for call in calls}
+            self._pending_seq = seq
         reasoning = data.get("reasoning_content")
         if reasoning is not None:
             message["reasoning_content"] = reasoning
-        self._messages.append(message)
+        self._add(seq, message)
 
     def _apply_result(self, seq: int, data: dict[str, Any]) -> None:
         # Read every field before consuming the call: a malformed result must leave the call
@@ -135,11 +226,12 @@ class MessageProjection:
         if self._pending.pop(call_id, None) is None:
             self._problems.append(f"seq {seq}: result for {call_id!r} answers no open call")
             return
-        self._messages.append(message)
+        self._add(seq, message)
 
     def _close_pending(self) -> None:
         if self._pending:
-            self._messages.extend(_interrupted(call_id) for call_id in self._pending)
+            for call_id in self._pending:
+                self._add(self._pending_seq, _interrupted(call_id))
             self._pending = {}
 
 
@@ -148,9 +240,12 @@ def _interrupted(call_id: str) -> Message:
 
 
 def derive_messages(
-    events: Iterable[Event], surface_types: Container[str] = CORE_SURFACE
+    events: Iterable[Event],
+    surface_types: Container[str] = CORE_SURFACE,
+    *,
+    carry: Carry | None = None,
 ) -> list[Message]:
     """The message history a fresh replay of `events` produces (surface events only)."""
-    projection = MessageProjection(surface_types)
+    projection = MessageProjection(surface_types, carry)
     projection.apply_all(events)
     return projection.request_messages()

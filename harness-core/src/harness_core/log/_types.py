@@ -12,11 +12,16 @@ asks for it (the write path validating an append), so the query commands never p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, cast
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    from ._envelope import Event
+
+# (events, end) -> what plugins carry across a compaction whose history is events[:end].
+CarryProvider = Callable[[Sequence["Event"], int], list[str]]
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -92,6 +97,7 @@ CORE_EVENT_TYPES: Final[tuple[EventType, ...]] = (
     EventType("message/user", f"{_CORE}:UserMessage", surface=True),
     EventType("message/assistant", f"{_CORE}:AssistantMessage", surface=True),
     EventType("tool/result", f"{_CORE}:ToolResultPayload", surface=True),
+    EventType("context/compact", f"{_CORE}:ContextCompact", surface=True),
 )
 
 
@@ -108,14 +114,24 @@ class EventTypeRegistry:
 
     `pending` runs once, before the first lookup: the plugin host declares the plugins' types
     there, so a command that never looks a type up (`harness sessions`) never asks them.
+    `carry` asks the plugins that own the types what their state carries across a compaction
+    (the plugin host passes its `harness_compaction_carry` call); sessions opened through
+    this registry render it after each compaction's summary.
     """
 
-    __slots__ = ("_pending", "_types", "surface")
+    __slots__ = ("_carry", "_pending", "_types", "surface")
 
-    def __init__(self, pending: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, pending: Callable[[], None] | None = None, carry: CarryProvider | None = None
+    ) -> None:
         self._types: dict[str, EventType] = {t.name: t for t in CORE_EVENT_TYPES}
         self.surface: Final = CORE_SURFACE
         self._pending = pending
+        self._carry = carry
+
+    def carried(self, events: Sequence[Event], end: int) -> list[str]:
+        """What survives a compaction whose history before it is `events[:end]`."""
+        return self._carry(events, end) if self._carry is not None else []
 
     def _settle(self) -> None:
         pending, self._pending = self._pending, None

@@ -1,13 +1,18 @@
-"""The agent loop: `Agent.run_turn` and the default system prompt."""
+"""The agent loop: `Agent.run_turn`, compaction and the default system prompt."""
 
 from ._agent import CANCELLED_TEXT, CRASHED_TURN, DEFAULT_MAX_STEPS, Agent, TurnOutcome
+from ._compact import DEFAULT_COMPACT_AT, SUMMARY_PROMPT, CompactionPolicy, NothingToCompact
 from ._prompt import DEFAULT_SYSTEM_PROMPT
 
 __all__ = [
     "CANCELLED_TEXT",
     "CRASHED_TURN",
+    "DEFAULT_COMPACT_AT",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_SYSTEM_PROMPT",
+    "SUMMARY_PROMPT",
     "Agent",
+    "CompactionPolicy",
+    "NothingToCompact",
     "TurnOutcome",
 ]

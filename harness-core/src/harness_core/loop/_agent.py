@@ -2,7 +2,9 @@
 
     turn/start, message/user                                        commit
     repeat up to max_steps:
+        [compact when the last request neared the context window]   context/compact
         model.respond(history, tools)  ->  message/assistant        commit
+          (context length exceeded: compact once, then ask again)
         no tool calls?  ->  turn/end completed
         run the calls, batch by batch  ->  tool/result...           commit per batch
     turn/end                                                        commit
@@ -37,8 +39,16 @@ from ..log import (
     Usage,
     UserMessage,
 )
-from ..models import DeltaSink, Model, ModelError, ModelResponse, ResponseToolCall
+from ..models import (
+    ContextLengthExceeded,
+    DeltaSink,
+    Model,
+    ModelError,
+    ModelResponse,
+    ResponseToolCall,
+)
 from ..tools import ChildOutcome, ExecContext, ToolRegistry, ToolResult
+from ._compact import CompactionPolicy, request_summary
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -82,6 +92,7 @@ class Agent:
         on_delta: DeltaSink | None = None,
         depth: int = 0,
         store: SessionStore | None = None,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -93,11 +104,14 @@ class Agent:
         self.on_delta = on_delta
         self.depth = depth
         self.store = store
+        self.compaction = compaction or CompactionPolicy()
         self.turn: int | None = None
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
         self._cancel_pending = False
         self._observing = False
+        self._compacting = False  # a compaction by hand is running (cancel() reaches it)
+        self._auto_compact = True  # off for the rest of a turn whose compaction failed
 
     # -- what tools may use (CallingAgent) -------------------------------------------------
 
@@ -141,6 +155,7 @@ class Agent:
                 on_event=self.on_event,
                 depth=self.depth + 1,
                 store=self.store,
+                compaction=self.compaction,
             )
             outcome = await child.run_turn(task)
         return ChildOutcome(log.session_id, outcome.status, outcome.text, outcome.error)
@@ -154,7 +169,7 @@ class Agent:
         """
         # No await separates entering the turn's scope from opening the turn (or closing the
         # turn from leaving it), so an open turn means its scope is the live one.
-        if self.turn is not None and self._scope is not None:
+        if (self.turn is not None or self._compacting) and self._scope is not None:
             self._scope.cancel()
         else:
             self._cancel_pending = True
@@ -177,11 +192,7 @@ class Agent:
                     # A cancel reaches the turn before each model call, even when the model
                     # and the tools never yield (the scripted model does not).
                     await anyio.lowlevel.checkpoint_if_cancelled()
-                    response = await self.model.respond(
-                        self.session.projection.request_messages(),
-                        self.tools.schemas(),
-                        self._deltas if self.on_delta is not None else None,
-                    )
+                    response = await self._step()
                     self._append_assistant(response)
                     if not response.tool_calls:
                         return self._close_turn("completed", text=response.text)
@@ -197,6 +208,32 @@ class Agent:
                 raise
         # Reached only when `cancel()` cancelled this turn's own scope, which absorbed it.
         return TurnOutcome("cancelled", error=CANCELLED_TEXT, steps=self._steps)
+
+    async def compact(self) -> int:
+        """Compact the session by hand, between turns; returns how many events it summarized.
+
+        The compaction gets a turn of its own (every event sits inside a turn), appended only
+        once the summary is in: a failure (ModelError, NothingToCompact) or a `cancel()`
+        appends nothing. A cancel raises the cancellation exception.
+        """
+        self._ensure_idle()
+        self.repair()
+        with self._observed(), anyio.CancelScope() as self._scope:
+            self._compacting = True
+            try:
+                payload = await request_summary(
+                    self.session, self.model, self.tools, self.compaction.keep
+                )
+            finally:
+                self._compacting = False
+            last = self.session.latest(("turn/start",))
+            turn = (last.turn or 0) + 1 if last is not None else 1
+            self.session.append("turn/start", TurnStart(), turn=turn)
+            self.session.append("context/compact", payload, turn=turn)
+            self.session.append("turn/end", TurnEnd(status="completed"), turn=turn)
+            self.session.commit()
+            return payload.last_seq - payload.first_seq + 1
+        raise anyio.get_cancelled_exc_class()()  # cancel() cancelled this scope, which absorbed it
 
     def repair(self) -> bool:
         """Close a turn a crashed process left open: answer its calls, end it as `error`.
@@ -246,7 +283,7 @@ class Agent:
         last = self.session.latest(("turn/start",))
         turn = (last.turn or 0) + 1 if last is not None else 1
         self.session.append("turn/start", TurnStart(), turn=turn)
-        self.turn, self._steps = turn, 0
+        self.turn, self._steps, self._auto_compact = turn, 0, True
         self.append("message/user", UserMessage(text=prompt))
         self.session.commit()
 
@@ -272,6 +309,50 @@ class Agent:
             # The original exception is what the caller must see and report; this only
             # explains why the turn stays open (the next run_turn repairs it).
             logger.debug("could not close turn %s after %r", turn, exc, exc_info=True)
+
+    # -- model calls and compaction ----------------------------------------------------------
+
+    async def _step(self) -> ModelResponse:
+        """One model call. Compacts first when the last request neared the context window,
+        and once more, then asks again, when the provider says the context is too long."""
+        if self._auto_compact and self._near_window():
+            self._auto_compact = await self._compact_in_turn("the context window is nearly full")
+        try:
+            return await self._respond()
+        except ContextLengthExceeded:
+            if not await self._compact_in_turn("the provider said the context is too long"):
+                raise
+            return await self._respond()
+
+    async def _respond(self) -> ModelResponse:
+        return await self.model.respond(
+            self.session.projection.request_messages(),
+            self.tools.schemas(),
+            self._deltas if self.on_delta is not None else None,
+        )
+
+    def _near_window(self) -> bool:
+        """Whether the last request's prompt tokens (provider usage) reached the limit."""
+        limit = self.compaction.limit(self.model)
+        if limit is None:
+            return False
+        last = self.session.latest(("message/assistant", "context/compact"))
+        usage = last.data.get("usage") if last is not None else None
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        return isinstance(tokens, int) and tokens >= limit
+
+    async def _compact_in_turn(self, why: str) -> bool:
+        """Compact inside the running turn; a failure is logged and appends nothing."""
+        try:
+            payload = await request_summary(
+                self.session, self.model, self.tools, self.compaction.keep
+            )
+        except ModelError as exc:
+            logger.warning("%s: compaction failed (%s): %s", self.session_id, why, exc)
+            return False
+        self.append("context/compact", payload)
+        self.session.commit()
+        return True
 
     def _append_assistant(self, response: ModelResponse) -> None:
         ids = [call.id for call in response.tool_calls]

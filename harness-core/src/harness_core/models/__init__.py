@@ -3,10 +3,18 @@
 `openai` is imported only when an OpenAI-compatible model is built (startup time).
 """
 
-from ._base import DeltaSink, Model, ModelError, ModelResponse, ResponseToolCall
+from ._base import (
+    ContextLengthExceeded,
+    DeltaSink,
+    Model,
+    ModelError,
+    ModelResponse,
+    ResponseToolCall,
+)
 from .scripted import ScriptedModel, ScriptError
 
 __all__ = [
+    "ContextLengthExceeded",
     "DeltaSink",
     "Model",
     "ModelError",

@@ -6,7 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["DeltaSink", "Model", "ModelError", "ModelResponse", "ResponseToolCall"]
+__all__ = [
+    "ContextLengthExceeded",
+    "DeltaSink",
+    "Model",
+    "ModelError",
+    "ModelResponse",
+    "ResponseToolCall",
+]
 
 # Streaming callback: ("text" | "reasoning", chunk). Hosts render it; nothing is logged until
 # the whole response arrives as one message/assistant event.
@@ -15,6 +22,13 @@ DeltaSink = Callable[[Literal["text", "reasoning"], str], None]
 
 class ModelError(RuntimeError):
     """The model could not answer (after retries). The turn ends as `error` with this text."""
+
+
+class ContextLengthExceeded(ModelError):
+    """The provider refused the request as longer than the model's context window.
+
+    The loop compacts the session once and asks again; a second refusal ends the turn.
+    """
 
 
 @dataclass(frozen=True, slots=True)

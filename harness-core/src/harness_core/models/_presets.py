@@ -26,12 +26,18 @@ class Preset:
     base_url_env: str
     model_env: str
     default_base_url: str | None
+    # Tokens, for compaction; the config's `context_window` overrides it for another model.
+    context_window: int
 
 
 PRESETS: Final = {
-    "openai": Preset("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", None),
+    "openai": Preset("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", None, 128_000),
     "deepseek": Preset(
-        "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DEEPSEEK_MODEL", "https://api.deepseek.com"
+        "DEEPSEEK_API_KEY",
+        "DEEPSEEK_BASE_URL",
+        "DEEPSEEK_MODEL",
+        "https://api.deepseek.com",
+        128_000,
     ),
 }
 
@@ -69,6 +75,7 @@ def build_model(spec: str, options: Mapping[str, Any], env: Mapping[str, str]) -
         key_env=preset.key_env,
         retry=RetryPolicy() if retries is None else RetryPolicy(attempts=retries + 1),
         timeout=DEFAULT_TIMEOUT if timeout is None else read_timeout(timeout),
+        context_window=preset.context_window,
     )
 
 

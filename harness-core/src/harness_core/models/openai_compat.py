@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 import anyio
 import openai
 
-from ._base import DeltaSink, ModelError, ModelResponse, ResponseToolCall
+from ._base import ContextLengthExceeded, DeltaSink, ModelError, ModelResponse, ResponseToolCall
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
 
@@ -47,6 +47,11 @@ def read_timeout(seconds: float) -> openai.Timeout:
 # answers HTTP 400 when an assistant message with tool calls lacks it; OpenAI's API has no such
 # field, so it is stripped there (and for unknown providers, unless asked for).
 SENDS_REASONING_BACK: Final = frozenset({"deepseek"})
+
+# How providers say a request is longer than the context window: OpenAI's error code, and the
+# wording OpenAI, DeepSeek and most compatible servers use ("maximum context length is ...").
+_CONTEXT_CODE: Final = "context_length_exceeded"
+_CONTEXT_WORDS: Final = re.compile(r"context[ _-]?(length|window)", re.IGNORECASE)
 
 # seconds; a longer Retry-After falls back to our backoff, so the attempts run out soon
 # instead of hanging the turn for an hour.
@@ -108,8 +113,10 @@ class OpenAICompatModel:
         timeout: float | openai.Timeout = DEFAULT_TIMEOUT,
         send_reasoning: bool | None = None,
         key_env: str | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.model_name = model_name
+        self.context_window = context_window
         self.provider = provider
         self.key_env = key_env
         self.name = f"{provider}:{model_name}"
@@ -147,6 +154,8 @@ class OpenAICompatModel:
             try:
                 return await self._stream(request, assembly)
             except openai.APIStatusError as exc:
+                if _context_exceeded(exc):
+                    raise ContextLengthExceeded(self._status_message(exc, attempt)) from exc
                 if not _retryable_status(exc.status_code) or attempt >= self.retry.attempts:
                     raise ModelError(self._status_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt, _retry_after(exc.response.headers))
@@ -352,6 +361,16 @@ class _Assembly:
             model=self.model or requested_model,
             usage=self.usage,
         )
+
+
+def _context_exceeded(exc: openai.APIStatusError) -> bool:
+    if exc.status_code not in (400, 413):
+        return False
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    if isinstance(error, Mapping) and error.get("code") == _CONTEXT_CODE:
+        return True
+    return bool(_CONTEXT_WORDS.search(_provider_detail(exc)))
 
 
 def _retryable_status(status: int) -> bool:

@@ -89,6 +89,11 @@ class Hooks:
         for _ in self._isolated("harness_event_appended", kwargs):
             pass
 
+    def compaction_carry(self, events: Sequence[Event], end: int) -> list[str]:
+        """Each plugin's text that survives a compaction, in plugin load order."""
+        kwargs = {"events": events, "end": end}
+        return [text for _, text in self._isolated("harness_compaction_carry", kwargs) if text]
+
     def model(self, spec: str, options: dict[str, Any]) -> Model | None:
         result: Model | None = self._pm.hook.harness_model(spec=spec, options=options)
         return result

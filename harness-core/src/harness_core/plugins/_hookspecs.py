@@ -73,6 +73,20 @@ def harness_model(spec: str, options: dict[str, Any]) -> Model | None:
     """
 
 
+@hookspec
+def harness_compaction_carry(events: Sequence[Event], end: int) -> str | None:
+    """Add to what survives a compaction: text the model keeps when its history is summarized.
+
+    `events[:end]` is the session's history before a `context/compact` event. Return a short
+    text for the model (the todo plugin returns the current plan while it has unfinished
+    items), or None. The message projection renders every plugin's text after the summary,
+    in plugin load order, on the live session and on every replay alike: answer from
+    `events[:end]` alone, the same way each time, so a replay derives the messages the live
+    session sent. Called once per compaction when a session's messages are folded; a plugin
+    that raises is reported and skipped.
+    """
+
+
 # -- host extension points -------------------------------------------------------------------
 
 

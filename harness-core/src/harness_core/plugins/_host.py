@@ -118,7 +118,9 @@ class PluginHost:
         self.observer_errors: list[ObserverError] = []
         self.hooks = Hooks(self.pm, self.observer_errors.append)
         self._loaded: dict[str, _Loaded] = {}
-        self._event_types = EventTypeRegistry(pending=self._declare_all_event_types)
+        self._event_types = EventTypeRegistry(
+            pending=self._declare_all_event_types, carry=self.hooks.compaction_carry
+        )
         self._types_declared = False
         self._tools: ToolRegistry | None = None
         self._strict = False

@@ -2,7 +2,8 @@
 
 A namespace plugin: `name`, `inject` and hook implementations, no `default`. It brings its own
 presentation through the host-side hooks: the `harness todos` command, the terminal plan
-strip and the snapshot's `todos` field, all folded from `todo/write` events of the log.
+strip and the snapshot's `todos` field, all folded from `todo/write` events of the log; and it
+carries the unfinished plan across a compaction (`harness_compaction_carry`).
 
 The module stays light (no pydantic at import): the hooks import what they need when called,
 so `harness --help` and the query commands do not pay for the tool's schema machinery.
@@ -21,7 +22,7 @@ from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
     from harness_core.hosts import Command, DockEntry, SnapshotFields, TerminalStrip
-    from harness_core.log import EventType
+    from harness_core.log import Event, EventType
     from harness_core.plugins import PluginContext
 
     from ._model import TodoConfig, TodoItem, TodoWriteArgs, TodoWritePayload, count
@@ -62,6 +63,7 @@ __all__ = [
     "TodoWriteTool",
     "count",
     "harness_cli_commands",
+    "harness_compaction_carry",
     "harness_event_types",
     "harness_register_tools",
     "harness_snapshot_fields",
@@ -102,6 +104,15 @@ def harness_register_tools(ctx: PluginContext) -> None:
 
     config = ctx.config.parse(TodoConfig)
     ctx.tools.register(TodoWriteTool(allow_parallel_in_progress=config.allow_parallel_in_progress))
+
+
+@hookimpl
+def harness_compaction_carry(events: Sequence[Event], end: int) -> str | None:
+    from ._carry import carried_plan
+
+    # The plan survives a compaction verbatim, so the model continues it instead of
+    # re-planning from a summary that may have blurred it.
+    return carried_plan(events, end)
 
 
 @hookimpl
