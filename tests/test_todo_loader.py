@@ -44,6 +44,7 @@ def test_loads_through_the_entry_point(harness_home: Path) -> None:
     assert record.reason is None
     assert record.hooks == [
         "harness_cli_commands",
+        "harness_compaction_carry",
         "harness_event_types",
         "harness_register_tools",
         "harness_snapshot_fields",

@@ -223,6 +223,7 @@ def test_every_hook_takes_a_subset_of_its_arguments(
         "harness_snapshot_fields",
         "harness_web_dock",
         "harness_event_types",
+        "harness_compaction_carry",
     ],
 )
 def test_wrappers_are_rejected_where_the_host_calls_one_plugin_at_a_time(
