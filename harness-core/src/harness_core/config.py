@@ -78,6 +78,20 @@ def _seconds(value: object) -> float | None:
     return float(value) if 0 < value < float("inf") else None
 
 
+def _fraction(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value <= 1 else None
+
+
+def _window(value: object) -> int | dict[str, int] | None:
+    """Tokens for any model, or a table of them by model name (`"deepseek:NAME" = 65536`)."""
+    if isinstance(value, dict):
+        good = all(_positive_int(v) is not None for v in value.values())
+        return {str(k): int(v) for k, v in value.items()} if good else None
+    return _positive_int(value)
+
+
 def _names(value: object) -> tuple[str, ...] | None:
     """A list of variable names; from the environment also `A,B` (comma-separated)."""
     if isinstance(value, str):
@@ -96,6 +110,8 @@ class Settings:
     system_prompt: str | None = None
     model_timeout: float | None = None
     model_retries: int | None = None
+    compact_at: float | None = None
+    context_window: int | dict[str, int] | None = None
     secret_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
 
@@ -107,6 +123,8 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "system_prompt": (_text, "a string"),
     "model_timeout": (_seconds, "a positive number of seconds"),
     "model_retries": (_count, "a whole number, 0 or more"),
+    "compact_at": (_fraction, "a fraction of the context window, above 0 and at most 1"),
+    "context_window": (_window, "a positive number of tokens, or a table of them by model"),
     "secret_env": (_names, "a list of environment variable names"),
     "pass_env": (_names, "a list of environment variable names"),
 }

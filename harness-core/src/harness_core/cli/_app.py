@@ -285,25 +285,19 @@ class App:
         return self.settings.max_steps or DEFAULT_MAX_STEPS
 
     def compaction(self, model: Model) -> CompactionPolicy:
-        """`compact_at` and `context_window` from the config; the model's own window otherwise.
+        """`compact_at` and `context_window` from the settings; the model's own window else.
 
         `context_window` is a number of tokens for any model, or a table of them by model
         name (`[context_window]` with `"deepseek:deepseek-chat" = 65536`).
         """
         from ..loop import DEFAULT_COMPACT_AT, CompactionPolicy
 
-        at = self.config.get("compact_at", DEFAULT_COMPACT_AT)
-        if type(at) not in (int, float) or not 0 < at <= 1:
-            raise CliError(f"compact_at (or HARNESS_COMPACT_AT) must be in (0, 1], got {at!r}")
-        window = self.config.get("context_window")
+        window = self.settings.context_window
         if isinstance(window, dict):
             window = window.get(model.name)
-        if window is not None and (type(window) is not int or window < 1):
-            raise CliError(
-                "context_window (or HARNESS_CONTEXT_WINDOW) must be a positive number of "
-                f"tokens, or a table of them by model name; got {window!r} for {model.name}"
-            )
-        return CompactionPolicy(context_window=window, compact_at=float(at))
+        return CompactionPolicy(
+            context_window=window, compact_at=self.settings.compact_at or DEFAULT_COMPACT_AT
+        )
 
     def writer(self, session_id: str | None) -> SessionLog:
         """The session to write: an existing one (locked), or a new one for this cwd.
