@@ -74,10 +74,11 @@ class Change:
 class Conversation:
     """One session's conversation, folded event by event."""
 
-    __slots__ = ("_open", "entries", "session", "turn")
+    __slots__ = ("_open", "entries", "rows", "session", "turn")
 
     def __init__(self) -> None:
         self.entries: list[Entry] = []
+        self.rows: dict[str, ToolRow] = {}  # every call by id, for hosts that look one up
         self.turn = TurnState()
         self.session: dict[str, Any] = {}  # session/start data
         self._open: dict[str, ToolRow] = {}  # calls of the latest assistant message
@@ -142,7 +143,7 @@ class Conversation:
                     str(call.get("id")), str(call.get("name")), str(call.get("arguments"))
                 )
                 entry.rows.append(row)
-                self._open[row.call_id] = row
+                self._open[row.call_id] = self.rows[row.call_id] = row
         self.entries.append(entry)
         return entry
 

@@ -21,7 +21,7 @@ from ..hosts import SessionSnapshot, SnapshotFields, ToolRow
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog, SessionStore
 from ..loop import Agent
-from ..models import Model
+from ..models import DeltaSink, Model, ModelResponse
 from ..tools import ToolRegistry
 
 __all__ = ["Hub", "Message", "WebRuntime"]
@@ -118,12 +118,8 @@ class Hub:
             for call in e.data.get("tool_calls") or ()
             if isinstance(call, dict)
         }
-        return {
-            row.call_id: self.row(row)
-            for entry in live.snapshot.conversation.entries
-            for row in entry.rows
-            if row.call_id in calls
-        }
+        known = live.snapshot.conversation.rows
+        return {call: self.row(known[call]) for call in calls if call in known}
 
     def snapshot(self, live: _Live) -> dict[str, Any]:
         return {
@@ -257,13 +253,35 @@ class Hub:
         runtime = self.runtime
         live.agent = Agent(
             log,
-            model,
+            _Yielding(model),
             runtime.tools,
             max_steps=runtime.max_steps,
             on_delta=delta,
             store=runtime.store,
         )
         await live.agent.run_turn(prompt)
+
+
+class _Yielding:
+    """A model that lets the event loop run before each step.
+
+    A scripted or cached model answers without awaiting anything, so a long turn would keep
+    the loop to itself and every subscriber's stream would wait for the whole turn: yielding
+    once a step lets the streams send what the step appended.
+    """
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def respond(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_delta: DeltaSink | None = None,
+    ) -> ModelResponse:
+        await asyncio.sleep(0)
+        return await self.inner.respond(messages, tools, on_delta)
 
 
 def seq_of(event: Event) -> int:

@@ -1,0 +1,184 @@
+"""The web host under load, each goal as a figure measured in one run (the machine is shared).
+
+    uv run python scripts/bench/web.py            # the issue's sizes
+    uv run python scripts/bench/web.py --quick    # smaller, for a smoke run
+
+1. Tail page with its snapshot: a 100,000-event session against a 100-event one, both already
+   open in the host (it keeps projections of open sessions and reads the tail). Goal ≤ 1.5x.
+2. SSE fan-out: 50 subscribers on one session while a 1,000-step scripted turn runs; every
+   subscriber must receive every event in order; p50/p99 delivery latency from the event's
+   append time (`ts`) to its arrival.
+3. 20 sessions running scripted turns at once in one server against a single session: the
+   per-step time of the concurrent run within 2x of the single one.
+
+A step is a `todo_write` call (log-only, no subprocess), so the host's own work dominates.
+Everything runs against a real `harness serve` on loopback, driven by httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from harness_core import builtins
+from harness_core.log import SessionStore
+from harness_core.plugins import PluginHost
+from web_support import Served, serve
+
+
+def steps(count: int) -> list[dict[str, Any]]:
+    """`count` planning steps (each rewrites the list) and a final answer."""
+    plan = []
+    for n in range(count):
+        todos = [
+            {"content": f"task {i}", "status": "completed" if i < n % 5 else "pending"}
+            for i in range(5)
+        ]
+        plan.append({"tool_calls": [{"name": "todo_write", "arguments": {"todos": todos}}]})
+    return [*plan, {"text": "done"}]
+
+
+def write_session(home: Path, events: int) -> str:
+    host = PluginHost()
+    builtins.add_to(host)
+    host.load_entry_points()
+    with SessionStore(home, host.event_types).create() as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("todo/write", {"todos": [{"content": "Plan", "status": "in_progress"}]}, turn=1)
+        for n in range(events - 4):
+            log.append("message/user", {"text": f"event {n} " + "x" * 200}, turn=1)
+        log.append("turn/end", {"status": "completed"}, turn=1)
+        return log.session_id
+
+
+def tail_page(served: Served, big: int, rounds: int) -> float:
+    small_id, big_id = write_session(served.home, 100), write_session(served.home, big)
+    timings: dict[str, list[float]] = {small_id: [], big_id: []}
+    with served.client() as client:
+        for session in timings:  # open both once: the host replays each a single time
+            client.get(f"/api/sessions/{session}/history", params={"limit": 50})
+        for _ in range(rounds):
+            for session, seen in timings.items():
+                started = time.perf_counter()
+                page = client.get(f"/api/sessions/{session}/history", params={"limit": 50}).json()
+                seen.append(time.perf_counter() - started)
+                assert page["snapshot"]["todos"], "the plan must be on the tail page"
+    small, large = statistics.median(timings[small_id]), statistics.median(timings[big_id])
+    print(
+        f"tail page: 100 events {small * 1000:.2f} ms, {big:,} events {large * 1000:.2f} ms"
+        f" -> {large / small:.2f}x (goal <= 1.5x)"
+    )
+    return large / small
+
+
+async def subscriber(
+    served: Served, session: str, last: int, arrivals: list[float], seqs: list[int]
+) -> None:
+    headers = {"Authorization": f"Bearer {served.token}"}
+    async with (
+        httpx.AsyncClient(base_url=served.url, timeout=120) as client,
+        client.stream(
+            "GET", f"/api/sessions/{session}/events", headers=headers, params={"after": 0}
+        ) as response,
+    ):
+        data = None
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                data = line[6:]
+            elif line.startswith("event: "):
+                data = None if line != "event: message" else data
+            elif not line and data is not None:
+                envelope = json.loads(data)
+                if "seq" in envelope and "ts" in envelope:
+                    seqs.append(envelope["seq"])
+                    sent = datetime.fromisoformat(envelope["ts"].replace("Z", "+00:00"))
+                    arrivals.append(time.time() - sent.timestamp())
+                    if envelope["seq"] >= last:
+                        return
+                data = None
+
+
+async def fan_out(served: Served, subscribers: int, turn_steps: int) -> None:
+    headers = {"Authorization": f"Bearer {served.token}"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60) as client:
+        session = (await client.post("/api/sessions", json={})).json()["id"]
+        # The turn's last event: start, user, (assistant, result, todo) per step, answer, end.
+        last = 2 + 3 * turn_steps + 2
+        latencies: list[list[float]] = [[] for _ in range(subscribers)]
+        seqs: list[list[int]] = [[] for _ in range(subscribers)]
+        tasks = [
+            asyncio.create_task(subscriber(served, session, last, latencies[i], seqs[i]))
+            for i in range(subscribers)
+        ]
+        await asyncio.sleep(1.0)  # every stream open before the turn starts
+        await client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+    complete = all(s == list(range(1, last + 1)) for s in seqs)
+    every = sorted(x for each in latencies for x in each)
+    p50, p99 = every[len(every) // 2], every[int(len(every) * 0.99)]
+    print(
+        f"fan-out: {subscribers} subscribers, {turn_steps}-step turn: every event in order "
+        f"to every subscriber: {complete}; latency p50 {p50 * 1000:.1f} ms, "
+        f"p99 {p99 * 1000:.1f} ms"
+    )
+
+
+async def run_turns(served: Served, sessions: int) -> float:
+    headers = {"Authorization": f"Bearer {served.token}"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60) as client:
+        ids = [(await client.post("/api/sessions", json={})).json()["id"] for _ in range(sessions)]
+        started = time.perf_counter()
+        for session in ids:
+            await client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        while True:
+            pages = [
+                (await client.get(f"/api/sessions/{s}/history", params={"limit": 1})).json()
+                for s in ids
+            ]
+            if all(not p["snapshot"]["running"] for p in pages):
+                return time.perf_counter() - started
+            await asyncio.sleep(0.05)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    quick = parser.parse_args().quick
+    big, fan_steps, subscribers, turn_steps = (
+        (10_000, 200, 10, 50) if quick else (100_000, 1000, 50, 200)
+    )
+    root = Path(tempfile.mkdtemp(prefix="harness-bench-web-"))
+    env = {"HARNESS_MAX_STEPS": str(max(fan_steps, turn_steps) + 5)}
+    with serve(root / "tail", env=env) as served:
+        tail_page(served, big, 30)
+    script = root / "fan.json"
+    script.write_text(json.dumps({"steps": steps(fan_steps)}))
+    with serve(root / "fan", "--model", f"scripted:{script}", env=env) as served:
+        asyncio.run(fan_out(served, subscribers, fan_steps))
+    per_turn = root / "turn.json"
+    per_turn.write_text(json.dumps({"steps": steps(turn_steps)}))
+    with serve(root / "one", "--model", f"scripted:{per_turn}", env=env) as served:
+        single = asyncio.run(run_turns(served, 1)) / turn_steps
+    with serve(root / "many", "--model", f"scripted:{per_turn}", env=env) as served:
+        many = asyncio.run(run_turns(served, 20)) / (20 * turn_steps)
+    print(
+        f"concurrency: 1 session {single * 1e6:.0f} us/step, 20 sessions {many * 1e6:.0f} "
+        f"us/step -> {many / single:.2f}x (goal <= 2x)"
+    )
+    shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
