@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +194,8 @@ class Config:
             if env.get("HARNESS_CONFIG"):
                 raise ConfigError(f"HARNESS_CONFIG names {path}, which does not exist")
             return cls({}, path=None, env=env)
+        import tomllib  # only with a config file to read
+
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

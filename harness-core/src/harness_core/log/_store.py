@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -84,7 +82,11 @@ class SessionStore:
         parent_call_id: str | None = None,
     ) -> SessionLog:
         """A new session, locked for writing, with its session/start committed."""
-        from ._events import SessionStart  # the write path validates with pydantic
+        # Only a writer creates: the readers never pay for pydantic, secrets or datetime.
+        import secrets
+        from datetime import UTC, datetime
+
+        from ._events import SessionStart
 
         # Sessions hold prompts, tool output and file contents: private to their owner.
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
