@@ -23,7 +23,7 @@ from harness_core.loop import Agent, TurnOutcome
 from harness_core.models.openai_compat import OpenAICompatModel, RetryPolicy
 from harness_core.testing.openai_server import OpenAIServer, Reply, reply, tool_call
 from harness_core.tools import ToolRegistry
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 EXAMPLES = int(
@@ -122,6 +122,7 @@ def test_a_mutated_stream_ends_the_turn_cleanly(mutations: list[tuple[Any, ...]]
         store = SessionStore(Path(home), registry)
         outcome, path = anyio.run(run_turn, server, store)
         assert outcome.status in ("completed", "error"), outcome
+        event(f"turn {outcome.status}")  # counted by --hypothesis-show-statistics
         if outcome.status == "error":
             error = outcome.error or ""
             assert error and "\n" not in error, error
