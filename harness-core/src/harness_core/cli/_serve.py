@@ -25,13 +25,13 @@ def serve(args: Namespace) -> int:
     from ..web import Hub, WebRuntime, create_app
 
     app = App()
-    default = args.model or app.config.get("model")
+    default = args.model or app.settings.model
     runtime = WebRuntime(
         store=app.store,
         tools=app.host.tools,
         snapshot_fields=app.host.hooks.snapshot_fields,
         make_model=lambda spec: _model(app, spec or default),
-        default_model=default if isinstance(default, str) else None,
+        default_model=default,
         max_steps=app.max_steps(),
         system_prompt=app.system_prompt(),
         cwd=os.getcwd(),
