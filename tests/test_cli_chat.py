@@ -111,6 +111,8 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_chat(tmp_path: Path)
     model = write_script(tmp_path / "s.json", [{"text": "Only this."}])
     terminal = Terminal("chat", "--model", model)
     terminal.expect("Ctrl-D or exit leaves")
+    # Type only once the prompt is drawn: input() is reading then, as a person would see.
+    terminal.expect(lambda t: t.lines[t.row_of("Ctrl-D or exit leaves") + 1].startswith("›"))
     terminal.send(b"never sent")
     terminal.expect("never sent")
     terminal.send(b"\x03")

@@ -23,8 +23,7 @@ import anyio
 from ..log import SessionLog
 from ..models import DeltaSink, Model, ModelResponse, ScriptedModel
 from ._app import App
-from ._run import run_session, turn_status
-from ._turns import choose_view
+from ._run import run_session, session_view, turn_status
 
 __all__ = ["PacedModel", "demo", "demo_script"]
 
@@ -78,8 +77,8 @@ def demo(args: Namespace) -> int:
     paced = sys.stdout.isatty() and not args.fast
     model: Model = PacedModel(scripted, STEP_DELAY, WORD_DELAY) if paced else scripted
     with app.writer(None) as log:
-        view = choose_view(app, json_lines=False, echo_prompt=True)
-        outcomes = run_session(app, log, model, view, [script["prompt"]], resumed=False)
+        view = session_view(app, log, json_lines=False, echo_prompt=True, resumed=False)
+        outcomes = run_session(app, log, model, view, [script["prompt"]])
         status = turn_status(outcomes[-1], model)
         view.note(next_steps(log, app.home if temporary else None))
     return status

@@ -15,7 +15,7 @@ from ..models import Model
 from ._app import EXIT_CANCELLED, App, CliError, utf8_text
 from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
 
-__all__ = ["chat", "run", "run_session"]
+__all__ = ["chat", "run", "run_session", "session_view"]
 
 EXIT_WORDS: Final = frozenset({"exit", "quit", ":q"})
 HISTORY_LENGTH: Final = 1000
@@ -26,29 +26,34 @@ def run(args: Namespace) -> int:
     prompt = _prompt(args.prompt)
     model = app.model(args.model, args.base_url)  # before the session: a bad spec leaves none
     with app.writer(args.session) as log:
-        view = choose_view(app, json_lines=args.json, echo_prompt=True)
-        outcome = run_session(app, log, model, view, [prompt], resumed=args.session is not None)
+        view = session_view(
+            app, log, json_lines=args.json, echo_prompt=True, resumed=args.session is not None
+        )
+        outcome = run_session(app, log, model, view, [prompt])
         if not args.json:
             view.note(f"session {log.session_id} · continue it: {resume_command(log)}")
     return turn_status(outcome[-1], model)
 
 
-def run_session(
-    app: App,
-    log: SessionLog,
-    model: Model,
-    view: TurnView,
-    prompts: list[str],
-    *,
-    resumed: bool,
-) -> list[TurnOutcome]:
-    """Run `prompts` as consecutive turns on `log`, rendered by `view` (run and demo)."""
+def session_view(
+    app: App, log: SessionLog, *, json_lines: bool, echo_prompt: bool, resumed: bool
+) -> TurnView:
+    """The view of a session about to run turns (run, chat, demo): bound to it, and caught
+    up with what it already holds: a resumed session's pinned strips, or a new session's
+    session/start, which SessionStore.create appended before anyone was watching."""
+    view = choose_view(app, json_lines=json_lines, echo_prompt=echo_prompt)
     view.bind(log)
     if resumed:
         view.resumed()
     else:
-        # session/start was appended (by SessionStore.create) before the view was watching.
         view.on_event(log, log.events[0])
+    return view
+
+
+def run_session(
+    app: App, log: SessionLog, model: Model, view: TurnView, prompts: list[str]
+) -> list[TurnOutcome]:
+    """Run `prompts` as consecutive turns on `log`, rendered by `view` (run and demo)."""
     outcomes = []
     with loop_thread(model) as running:
         driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
@@ -106,10 +111,13 @@ def chat(args: Namespace) -> int:
         loop_thread(model) as running,
         _history(app.home, interactive),
     ):
-        view = choose_view(app, json_lines=False, echo_prompt=not interactive)
-        view.bind(log)
-        if args.session is not None:
-            view.resumed()
+        view = session_view(
+            app,
+            log,
+            json_lines=False,
+            echo_prompt=not interactive,
+            resumed=args.session is not None,
+        )
         if interactive:
             view.note(f"session {log.session_id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
         driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
