@@ -57,6 +57,7 @@ EXIT_BROKEN_PIPE: Final = 141  # and for "stopped by SIGPIPE"
 COMMANDS: Final = {
     "run": ("_run", "run"),
     "chat": ("_run", "chat"),
+    "compact": ("_run", "compact"),
     "demo": ("_demo", "demo"),
     "sessions": ("_inspect", "sessions"),
     "show": ("_inspect", "show"),

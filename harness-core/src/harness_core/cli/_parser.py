@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
 
 CORE_COMMANDS: Final = frozenset(
-    {"run", "chat", "demo", "sessions", "show", "events", "plugins", "serve", "acp"}
+    {"run", "chat", "compact", "demo", "sessions", "show", "events", "plugins", "serve", "acp"}
 )
 
 DESCRIPTION: Final = """\
@@ -76,6 +76,14 @@ def build_parser(
     chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
     _model_options(chat)
     chat.add_argument("--session", metavar="ID", help="continue this session")
+
+    compact = commands.add_parser(
+        "compact",
+        help="summarize a session's history so far, to free the model's context",
+        description=COMPACT,
+    )
+    _model_options(compact)
+    compact.add_argument("id", metavar="ID")
 
     demo = commands.add_parser(
         "demo",
@@ -143,7 +151,14 @@ Exit status: 0 when the turn completed, 1 on an error, 130 when cancelled with C
 
 CHAT: Final = """\
 A prompt loop on one session. Ctrl-C cancels the running turn and keeps the chat open;
-Ctrl-D or `exit` leaves. Prompts are kept in $HARNESS_HOME/chat_history."""
+/compact summarizes the history so far (see `harness compact`); Ctrl-D or `exit` leaves.
+Prompts are kept in $HARNESS_HOME/chat_history."""
+
+COMPACT: Final = """\
+Compact a session: its model summarizes the history except the last few messages, and the
+summary (with the unfinished todo list) stands in for them in every later request. The events
+stay on the log. Prints one line: how many events were summarized. In `harness chat`, type
+/compact to do the same."""
 
 DEMO: Final = """\
 Run the embedded scripted session: the model plans with todo_write, runs a few harmless bash

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, TextIO
 
 import orjson
 
-from ..hosts import Change, Conversation, TerminalStrip, ToolRow, clean, one_line
+from ..hosts import Change, Conversation, TerminalStrip, ToolRow, clean, compaction_line, one_line
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog
 from ..loop import TurnOutcome
@@ -192,6 +192,10 @@ class PlainView:
         if self._transcript and not nested:
             self._write(_result_text(change.event.data))
 
+    def _compacted(self, change: Change, nested: bool) -> None:
+        line = compaction_line(change.event)
+        self._write([NEST + line if nested else line])
+
     def _turn_end(self, change: Change, nested: bool) -> None:
         if not self._transcript or nested:
             return
@@ -231,6 +235,7 @@ _HANDLERS: Final[dict[str, Callable[[PlainView, Change, bool], None]]] = {
     "assistant": PlainView._assistant,
     "row_finished": PlainView._result,
     "turn_ended": PlainView._turn_end,
+    "compacted": PlainView._compacted,
 }
 
 

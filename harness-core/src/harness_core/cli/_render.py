@@ -18,7 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from ..hosts import Change, StripLine, ToolRow, clean
+from ..hosts import Change, StripLine, ToolRow, clean, compaction_line
 from ..hosts._present import call_label
 from ..log import Event, SessionLog
 from ..loop import TurnOutcome
@@ -113,6 +113,8 @@ class LiveView:
             self._assistant(change)
         elif change.kind == "row_finished":
             self._result(change, nested)
+        elif change.kind == "compacted":
+            self._print_lines([compaction_line(change.event)], style="dim")
         self._refresh()
 
     def turn_finished(self, outcome: TurnOutcome, *, report: bool) -> None:

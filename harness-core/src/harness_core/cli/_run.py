@@ -9,15 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from ..log import SessionLog
+from ..log import Event, SessionLog
 from ..loop import TurnOutcome
 from ..models import Model
 from ._app import EXIT_CANCELLED, App, CliError, utf8_text
 from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
 
-__all__ = ["chat", "run", "run_session", "session_view"]
+__all__ = ["chat", "compact", "run", "run_session", "session_view"]
 
 EXIT_WORDS: Final = frozenset({"exit", "quit", ":q"})
+COMPACT_WORD: Final = "/compact"
 HISTORY_LENGTH: Final = 1000
 
 
@@ -121,7 +122,12 @@ def chat(args: Namespace) -> int:
         if interactive:
             view.note(f"session {log.session_id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
         driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
-        outcomes = [driver.run(prompt, report=True) for prompt in _prompts(interactive)]
+        outcomes = []
+        for prompt in _prompts(interactive):
+            if prompt.strip() == COMPACT_WORD:
+                _compact_in_chat(driver, view)
+            else:
+                outcomes.append(driver.run(prompt, report=True))
         view.note(
             f"session {log.session_id} · continue it: harness chat --session {log.session_id}"
         )
@@ -132,6 +138,35 @@ def chat(args: Namespace) -> int:
     if left:
         raise CliError(f"the chat ended with {left} scripted step(s) of {model.name} unused")
     return 0
+
+
+def compact(args: Namespace) -> int:
+    """`harness compact ID`: one line naming how many events were summarized."""
+    app = App()
+    model = app.model(args.model, args.base_url)
+    with app.writer(args.id) as log, loop_thread(model) as running:
+        view = choose_view(app, json_lines=False, echo_prompt=False)
+        view.bind(log)
+        summarized = TurnDriver(running, app.agent(log, model, _quiet, None), view).compact()
+    if summarized is None:
+        raise CliError("the compaction was cancelled; the session is unchanged", EXIT_CANCELLED)
+    print(f"context compacted: {summarized} events summarized")
+    return 0
+
+
+def _compact_in_chat(driver: TurnDriver, view: TurnView) -> None:
+    """`/compact`: the view prints the compaction's line; a failure is a note, the chat goes on."""
+    try:
+        summarized = driver.compact()
+    except CliError as exc:
+        view.note(str(exc))
+        return
+    if summarized is None:
+        view.note("the compaction was cancelled; the session is unchanged")
+
+
+def _quiet(session: SessionLog, event: Event) -> None:
+    """`harness compact` prints its own one line, not the events it appends."""
 
 
 def _prompts(interactive: bool) -> Iterator[str]:

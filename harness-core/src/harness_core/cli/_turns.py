@@ -23,7 +23,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ..log import Event, LogWriteError, SessionLog
 from ..loop import Agent, TurnOutcome
-from ..models import Model
+from ..models import Model, ModelError
 from ._app import CliError
 
 if TYPE_CHECKING:
@@ -124,6 +124,18 @@ class TurnDriver:
                 128 + self.stopped_by,
             )
         return finished
+
+    def compact(self) -> int | None:
+        """Compact the session by hand: the events summarized, or None when cancelled.
+
+        Ctrl-C cancels it like a turn; a failure (the model's, or nothing to compact) is a
+        CliError, and the log is as it was.
+        """
+        with self._signals_cancel():
+            try:
+                return self.portal.start_task_soon(self.agent.compact).result()
+            except ModelError as exc:  # NothingToCompact too
+                raise CliError(f"nothing was compacted: {exc}") from exc
 
     def _not_saved(self, exc: LogWriteError) -> str:
         """A full disk (or a failing one) mid-turn: say plainly what is lost and what is not."""

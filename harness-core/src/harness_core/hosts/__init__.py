@@ -5,7 +5,16 @@ fix to a projection fixes every host. Plugins extend hosts through the host-side
 the shapes defined here.
 """
 
-from ._conversation import Change, ChangeKind, Conversation, Entry, RowState, ToolRow, TurnState
+from ._conversation import (
+    Change,
+    ChangeKind,
+    Conversation,
+    Entry,
+    RowState,
+    ToolRow,
+    TurnState,
+    compaction_line,
+)
 from ._extensions import (
     Command,
     CommandContext,
@@ -40,5 +49,6 @@ __all__ = [
     "ToolRow",
     "TurnState",
     "clean",
+    "compaction_line",
     "one_line",
 ]

@@ -17,11 +17,27 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 if TYPE_CHECKING:
     from ..log import Event
 
-__all__ = ["Change", "ChangeKind", "Conversation", "Entry", "RowState", "ToolRow", "TurnState"]
+__all__ = [
+    "Change",
+    "ChangeKind",
+    "Conversation",
+    "Entry",
+    "RowState",
+    "ToolRow",
+    "TurnState",
+    "compaction_line",
+]
 
 RowState = Literal["running", "ok", "error"]
 ChangeKind = Literal[
-    "session", "turn_started", "user", "assistant", "row_finished", "turn_ended", "other"
+    "session",
+    "turn_started",
+    "user",
+    "assistant",
+    "row_finished",
+    "turn_ended",
+    "compacted",
+    "other",
 ]
 _UNANSWERED: Final = "no result: the turn ended before the call returned"
 
@@ -124,6 +140,8 @@ class Conversation:
         if event.type == "session/start":
             self.session = dict(event.data)
             return Change("session", event)
+        if event.type == "context/compact":
+            return Change("compacted", event)
         return Change("other", event)
 
     def _assistant(self, event: Event) -> Entry:
@@ -152,3 +170,13 @@ class Conversation:
         for row in self._open.values():
             row.state, row.text = "error", _UNANSWERED
         self._open.clear()
+
+
+def compaction_line(event: Event) -> str:
+    """`context compacted: N events summarized`: how every host shows a compaction."""
+    data = event.data
+    try:
+        count = int(data["last_seq"]) - int(data["first_seq"]) + 1
+    except (KeyError, TypeError, ValueError):
+        return "context compacted"
+    return f"context compacted: {count} events summarized"

@@ -209,12 +209,12 @@ class Agent:
         # Reached only when `cancel()` cancelled this turn's own scope, which absorbed it.
         return TurnOutcome("cancelled", error=CANCELLED_TEXT, steps=self._steps)
 
-    async def compact(self) -> int:
-        """Compact the session by hand, between turns; returns how many events it summarized.
+    async def compact(self) -> int | None:
+        """Compact the session by hand, between turns: how many events it summarized.
 
         The compaction gets a turn of its own (every event sits inside a turn), appended only
-        once the summary is in: a failure (ModelError, NothingToCompact) or a `cancel()`
-        appends nothing. A cancel raises the cancellation exception.
+        once the summary is in: a failure (ModelError, NothingToCompact) appends nothing, and
+        so does `cancel()`, which makes this return None.
         """
         self._ensure_idle()
         self.repair()
@@ -233,7 +233,7 @@ class Agent:
             self.session.append("turn/end", TurnEnd(status="completed"), turn=turn)
             self.session.commit()
             return payload.last_seq - payload.first_seq + 1
-        raise anyio.get_cancelled_exc_class()()  # cancel() cancelled this scope, which absorbed it
+        return None  # cancel() cancelled this scope, which absorbed the cancellation
 
     def repair(self) -> bool:
         """Close a turn a crashed process left open: answer its calls, end it as `error`.

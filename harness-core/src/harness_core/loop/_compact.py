@@ -38,7 +38,7 @@ work stands and what the next step is. Be specific and brief: you will continue 
 summary alone."""
 
 DEFAULT_COMPACT_AT: Final = 0.8  # of the context window, in the last request's prompt tokens
-DEFAULT_KEEP: Final = 6  # trailing messages kept verbatim after the summary
+DEFAULT_KEEP: Final = 4  # trailing messages kept verbatim after the summary
 
 
 class NothingToCompact(ModelError):
