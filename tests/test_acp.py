@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -39,6 +40,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.updates: list[Any] = []
+        self.pid = 0  # the bridge's process
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append(update)
@@ -67,9 +69,10 @@ async def bridge(
             *args,
             env=child_env(env),
             transport_kwargs={"stderr": stderr},
-        ) as (conn, _process):
+        ) as (conn, process):
             answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
             assert answer.protocol_version == 1
+            recorder.pid = process.pid
             yield conn, recorder
 
 
@@ -146,6 +149,31 @@ async def test_cancel_ends_the_prompt_and_kills_the_running_command(
     assert ends == ["cancelled", "completed"]
     (result,) = [e["data"] for e in events if e["type"] == "tool/result"]
     assert result["is_error"] and result["text"] == INTERRUPTED_TEXT
+
+
+async def test_sigterm_mid_turn_closes_the_turn_and_its_command(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """SIGTERM while bash runs: the command dies, the turn ends cancelled, the bridge exits."""
+    pid_file = tmp_path / "pid"
+    model = write_script(
+        tmp_path / "s.json", [{"tool_calls": [bash_call(f"echo $$ > {pid_file}; exec sleep 60")]}]
+    )
+    async with bridge(tmp_path, "--model", model) as (conn, recorder):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        async with anyio.create_task_group() as group:
+
+            async def ask() -> None:
+                with pytest.raises(ConnectionError):  # the bridge exits without answering
+                    await conn.prompt(session_id=sid, prompt=prompt("Sleep"))
+
+            group.start_soon(ask)
+            await poll(lambda: has_pid(pid_file))
+            os.kill(recorder.pid, signal.SIGTERM)
+            await poll(lambda: not running(recorder.pid))
+    assert not running(int(pid_file.read_text()))
+    end = read_events(harness_home, sid)[-1]
+    assert end["type"] == "turn/end" and end["data"]["status"] == "cancelled"
 
 
 async def test_load_replays_the_conversation_then_continues_the_log(
@@ -246,6 +274,7 @@ RAW = [
     '{"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {}}',
     '{"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "CWD", "mcpServers": []}}',
     '{"jsonrpc": "2.0", "id": 5, "method": "session/nothing"}',
+    '{"jsonrpc": "2.0", "id": 6, "method": "session/new", "params": {"cwd": "relative/dir", "mcpServers": []}}',
 ]
 
 NOISY = """
@@ -279,7 +308,14 @@ def test_raw_stdio_every_line_is_json_rpc(
     messages = [json.loads(line) for line in result.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     errors = [(m["id"], m["error"]["code"]) for m in messages if "error" in m]
-    assert errors == [(None, -32700), (None, -32600), (1, -32600), (3, -32602), (5, -32601)]
+    assert errors == [
+        (None, -32700),
+        (None, -32600),
+        (1, -32600),
+        (3, -32602),
+        (5, -32601),
+        (6, -32602),
+    ]
     answered = {m["id"]: m["result"] for m in messages if "result" in m}
     assert answered[2]["agentCapabilities"]["loadSession"] is True
     assert answered[2]["agentInfo"]["name"] == "harness"
