@@ -49,6 +49,7 @@ from acp.schema import (
 
 from .._version import __version__
 from ..hosts import Change, Conversation, ToolRow, one_line
+from ..hosts._present import call_label
 from ..log import Event, LogWriteError, SessionLog, SessionNotFound
 from ._app import App, _describe, _expected, utf8_text
 
@@ -106,17 +107,23 @@ class Bridge:
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         directory = _directory(cwd)
         model = self._model()  # before the session: a bad model spec leaves none
-        app = self.app
-        system_prompt = app.system_prompt()
-        log = app.store.create(system_prompt=system_prompt, cwd=directory)
-        session = self._open(log, model)
-        return NewSessionResponse(session_id=session.id)
+        try:
+            log = self.app.store.create(system_prompt=self.app.system_prompt(), cwd=directory)
+        except Exception as exc:
+            await _close_model(model)
+            raise _request_error(exc) from None
+        return NewSessionResponse(session_id=self._open(log, model).id)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         session = self.sessions.get(session_id)
         if session is None:
-            model = self._model()
-            session = self._open(_writer(self.app, session_id), model)
+            log = _writer(self.app, session_id)
+            try:
+                model = self._model()
+            except RequestError:
+                log.close()  # releases the lock it just took
+                raise
+            session = self._open(log, model)
             if session.agent.cwd not in (None, cwd):
                 logger.warning(
                     "session %s runs its tools in %s, where it was created, not in %s",
@@ -244,12 +251,7 @@ class _Session:
 
     async def aclose(self) -> None:
         self._pump.cancel()
-        aclose = getattr(self.model, "aclose", None)
-        if callable(aclose):
-            try:
-                await aclose()
-            except Exception:
-                logger.debug("closing the model of %s failed", self.id, exc_info=True)
+        await _close_model(self.model)
         self.log.close()
 
     # -- the loop's callbacks --------------------------------------------------------------
@@ -302,8 +304,6 @@ class _Session:
         return tool is None or not tool.log_only
 
     def _call_started(self, row: ToolRow, *, final: bool = False) -> Update:
-        from ..hosts._present import call_label
-
         return start_tool_call(
             row.call_id,
             call_label(self.tools, row.name, row.arguments),
@@ -322,6 +322,16 @@ class _Session:
                 logger.debug("session/update for %s not sent: %s", self.id, exc)
             finally:
                 self._updates.task_done()
+
+
+async def _close_model(model: Model) -> None:
+    """Close a model's client (HTTP connections); a failure there is only worth a debug line."""
+    aclose = getattr(model, "aclose", None)
+    if callable(aclose):
+        try:
+            await aclose()
+        except Exception:
+            logger.debug("closing model %s failed", model.name, exc_info=True)
 
 
 def _writer(app: App, session_id: str) -> SessionLog:
