@@ -289,7 +289,7 @@ class App:
         """`compact_at` and `context_window` from the settings; the model's own window else.
 
         `context_window` is a number of tokens for any model, or a table of them by model
-        name (`[context_window]` with `"deepseek:deepseek-chat" = 65536`).
+        name (`[context_window]` with `"deepseek:MODEL" = 65536`).
         """
         from ..loop import DEFAULT_COMPACT_AT, CompactionPolicy
 
