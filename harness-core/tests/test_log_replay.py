@@ -20,6 +20,7 @@ from harness_core.log import (
     ToolResultPayload,
     UserMessage,
     derive_messages,
+    read_lines,
 )
 
 WriteTurn = Callable[[SessionLog, str], int]
@@ -86,6 +87,38 @@ def test_unknown_type_is_kept_and_skipped_with_a_problem(
     assert [e.type for e in SessionLog.open(path, bare, writable=False).events].count(
         "test/note"
     ) == 2
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+def test_read_lines_streams_what_a_reader_would_replay(
+    log_store: SessionStore,
+    log_turn: WriteTurn,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    block: int,
+) -> None:
+    """Block by block, the lines a reader keeps, as stored, with the reader's warnings."""
+    from harness_core.log import _file
+
+    monkeypatch.setattr(_file, "_READ_BLOCK", block)
+    path = _session(log_store, log_turn)
+    lines = _lines(path)
+    lines[5] = b'{"seq": "five"'
+    path.write_bytes(b"\n".join(lines) + b'\n{"seq":99,"type":"torn')
+    bare = EventTypeRegistry()  # test/note is unknown here
+    with caplog.at_level(logging.WARNING, logger="harness.log"):
+        streamed = list(read_lines(path, bare))
+    warned = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="harness.log"):
+        opened = SessionLog.open(path, bare, writable=False)
+    assert streamed == lines[:5] + lines[6:] and len(opened.events) == len(streamed)
+    assert warned == [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+    assert warned == [
+        "line 6: not JSON; skipped",
+        "line 7: seq jumps from 4 to 6",
+        "unknown event type 'test/note' kept and skipped",
+    ]
 
 
 @pytest.mark.parametrize(

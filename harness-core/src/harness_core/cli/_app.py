@@ -320,9 +320,9 @@ class App:
             utf8_text(system_prompt, "system_prompt (or HARNESS_SYSTEM_PROMPT)", "fix it")
         return self.store.create(system_prompt=system_prompt, cwd=cwd)
 
-    def reader(self, session_id: str, *, keep_lines: bool = False) -> SessionLog:
+    def reader(self, session_id: str) -> SessionLog:
         """A session opened for reading: no lock, so it works while a writer runs."""
-        return self.store.open(session_id, writable=False, keep_lines=keep_lines)
+        return self.store.open(session_id, writable=False)
 
     def agent(
         self, log: SessionLog, model: Model, on_event: EventSink, on_delta: DeltaSink | None

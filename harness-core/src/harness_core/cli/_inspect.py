@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..hosts import one_line
-from ..log import SessionSummary
+from ..log import SessionSummary, read_lines
 from ._app import App
 
 __all__ = ["events", "sessions", "show"]
@@ -91,8 +91,8 @@ def show(args: Namespace) -> int:
 def events(args: Namespace) -> int:
     # Each well-formed envelope exactly as stored: the log wrote it with the encoding this
     # command would use, so re-encoding every event would only cost time.
-    lines = App().reader(args.id, keep_lines=True).lines
-    assert lines is not None
+    store = App().store
+    lines = read_lines(store.path(args.id), store.registry)
     sys.stdout.flush()
     sys.stdout.buffer.writelines(line + b"\n" for line in lines)
     return 0

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._envelope import EnvelopeError, Event
-from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog
+from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog, read_lines
 from ._invariants import InvariantViolation, dev_mode
 from ._lock import SessionLocked
 from ._open import NotASession
@@ -84,6 +84,7 @@ __all__ = [
     "dev_mode",
     "find_latest",
     "last_event",
+    "read_lines",
 ]
 
 

@@ -30,9 +30,11 @@ from ._types import EventTypeRegistry
 if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
     from pydantic import BaseModel
 
-__all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
+__all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines", "read_lines"]
 
 logger = logging.getLogger("harness.log")
+
+_READ_BLOCK = 1024 * 1024  # `read_lines` parses and hands over a session this much at a time
 
 Listener = Callable[[Event], None]
 # An observer of appends that also needs to know the session (hosts, the loop's on_event).
@@ -96,18 +98,52 @@ def parse_lines(
     return events, problems
 
 
+def read_lines(path: Path, registry: EventTypeRegistry) -> Iterator[bytes]:
+    """Each well-formed envelope line of a session as stored, oldest first, newline excluded.
+
+    For a reader that prints the events (`harness events`): the lines this version wrote are
+    already the encoding it would print, so nothing is encoded again, and the file is read a
+    block at a time, so memory stays at one block however long the session is. The checks and
+    warnings are those of opening the session for reading: each skipped line is named, then
+    each unknown type; bytes after the last newline (a writer may be mid-line) are left out.
+    """
+    seen: set[str] = set()
+    with os.fdopen(open_regular(path), "rb") as handle:
+        block = handle.read(_READ_BLOCK)
+        _check_header(path, block, writable=False)
+        carry, expected, number = b"", 0, 1
+        while block:
+            carry += block
+            cut = carry.rfind(b"\n") + 1
+            if cut:
+                lines: list[bytes] = []
+                events, problems = parse_lines(carry[:cut], expected, number, raw=lines)
+                for problem in problems:
+                    logger.warning("%s: %s", path.name, problem)
+                if events:
+                    expected = events[-1].seq + 1
+                    seen.update(e.type for e in events)
+                number += carry.count(b"\n", 0, cut)
+                yield from lines
+                carry = carry[cut:]  # a line that goes on in the next block, or a torn tail
+            block = handle.read(_READ_BLOCK)
+    for problem in _unknown_types(seen, registry):
+        logger.warning("%s: %s", path.name, problem)
+
+
+def _unknown_types(types: set[str], registry: EventTypeRegistry) -> list[str]:
+    unknown = types - set(registry.names())
+    return [f"unknown event type {t!r} kept and skipped" for t in sorted(unknown)]
+
+
 class SessionLog:
     """One session's event log, open for writing (locked) or reading."""
 
-    def __init__(
-        self, path: Path, registry: EventTypeRegistry, fd: int | None, *, keep_lines: bool = False
-    ) -> None:
+    def __init__(self, path: Path, registry: EventTypeRegistry, fd: int | None) -> None:
         self.path = path
         self.registry = registry
         self._fd = fd
         self.events: list[Event] = []
-        # Each event's line as stored, when a reader asked to keep them (`harness events`).
-        self.lines: list[bytes] | None = [] if keep_lines else None
         self.problems: list[str] = []
         self.projection = MessageProjection(registry.surface, self._carried)
         self.listeners: list[Listener] = []
@@ -159,12 +195,8 @@ class SessionLog:
         *,
         writable: bool = True,
         observer: EventSink | None = None,
-        keep_lines: bool = False,
     ) -> SessionLog:
         """Open and replay a session. A writer takes the lock and moves a torn tail aside.
-
-        `keep_lines` keeps each event's line as stored in `lines`, for a reader that prints
-        them: it trusts what this version wrote instead of encoding every event again.
 
         `observer` sees every later append of a writer (a reader appends nothing). Only a
         regular file is opened (never through a symlink, see `_open.py`); a writer also
@@ -178,7 +210,7 @@ class SessionLog:
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 buf = handle.read()
             _check_header(path, buf, writable=writable)
-            log = cls(path, registry, fd if writable else None, keep_lines=keep_lines)
+            log = cls(path, registry, fd if writable else None)
             log._load(buf)
         except BaseException:
             os.close(fd)
@@ -206,18 +238,13 @@ class SessionLog:
         # cyclic collector would rescan the growing heap again and again for nothing, which
         # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
         with _gc_paused():
-            events, problems = parse_lines(buf, first_seq, self._lines + 1, raw=self.lines)
+            events, problems = parse_lines(buf, first_seq, self._lines + 1)
             # In `self.events` before the fold: a compaction asks what came before it there.
             self.events.extend(events)
-            if self.lines is None:
-                self.projection.fold_all(events)  # opening yields a ready projection
-            else:  # a reader printing stored lines may never ask for the messages
-                self.projection.apply_all(events)
+            self.projection.fold_all(events)  # opening yields a ready projection
         self._size += len(buf)
         self._lines += buf.count(b"\n")
-        known = self.registry.names()
-        unknown = {e.type for e in events} - set(known)
-        problems += [f"unknown event type {t!r} kept and skipped" for t in sorted(unknown)]
+        problems += _unknown_types({e.type for e in events}, self.registry)
         for problem in problems:
             logger.warning("%s: %s", self.path.name, problem)
         self.problems.extend(problems)

@@ -115,15 +115,9 @@ class SessionStore:
             raise SessionNotFound(f"no session {session_id!r} in {self.directory}")
         return path
 
-    def open(
-        self, session_id: str, *, writable: bool = True, keep_lines: bool = False
-    ) -> SessionLog:
+    def open(self, session_id: str, *, writable: bool = True) -> SessionLog:
         return SessionLog.open(
-            self.path(session_id),
-            self.registry,
-            writable=writable,
-            observer=self.on_append,
-            keep_lines=keep_lines,
+            self.path(session_id), self.registry, writable=writable, observer=self.on_append
         )
 
     def list(self) -> list[SessionSummary]:
