@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from harness_core.testing.openai_server import OpenAIServer, error_reply, reply, tool_call
-from test_cli_support import run_cli, write_script
+from test_cli_support import Terminal, run_cli, write_script
 
 MARKER = f"sk-marker-{secrets.token_hex(12)}"
 GITHUB = f"ghp_marker{secrets.token_hex(12)}"
@@ -91,3 +91,18 @@ def test_scripted_tools_never_see_the_key(tmp_path: Path, harness_home: Path) ->
     assert result.returncode == 0, result.stderr
     assert "key=[] github=[]" in result.stdout
     assert_nowhere(harness_home, result)
+
+
+def test_a_key_typed_into_chat_is_redacted_in_the_log_and_the_history(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """The user pastes the key at the chat prompt: neither chat_history nor the session keeps it."""
+    model = write_script(tmp_path / "s.json", [{"text": "Noted."}])
+    terminal = Terminal("chat", "--model", model, env={"OPENAI_API_KEY": MARKER})
+    terminal.expect("Ctrl-D or exit leaves")
+    terminal.send(f"my key is {MARKER}\r".encode())
+    terminal.expect("Noted.")
+    terminal.send(b"exit\r")
+    assert terminal.wait(timeout=20) == 0, terminal.text
+    assert "my key is [redacted]" in (harness_home / "chat_history").read_text()
+    assert_nowhere(harness_home)

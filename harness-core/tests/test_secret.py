@@ -3,11 +3,15 @@ a tool process gets."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from harness_core import secret
 from harness_core.log import SessionStore, TurnEnd, TurnStart
+from harness_core.loop import Agent
+from harness_core.models import ModelError, ModelResponse
 from harness_core.secret import REDACTED, Secrets
-from harness_core.tools import ExecContext
+from harness_core.tools import ExecContext, ToolRegistry
 from harness_core.tools.bash import BashArgs, BashTool
 
 KEY = "sk-marker-0123456789abcdef"
@@ -78,3 +82,21 @@ async def test_pass_env_lets_a_chosen_secret_through(monkeypatch: pytest.MonkeyP
     command = 'echo "$OPENAI_API_KEY"'
     result = await BashTool(timeout=30).execute(BashArgs(command=command), ExecContext())
     assert result.text.startswith(KEY)
+
+
+class _EchoingProvider:
+    """A model whose provider echoes the key in its error, as a 401 body can."""
+
+    name = "echoing"
+
+    async def respond(self, messages: Any, tools: Any, on_delta: Any = None) -> ModelResponse:
+        raise ModelError(f"HTTP 401: incorrect key {KEY}")
+
+
+async def test_the_turn_outcome_says_what_the_log_says(
+    log_store: SessionStore, installed: Secrets
+) -> None:
+    """Hosts that show the outcome (web, ACP) get the redacted error, not the raw one."""
+    with log_store.create() as log:
+        outcome = await Agent(log, _EchoingProvider(), ToolRegistry()).run_turn("hi")
+    assert outcome.error == f"HTTP 401: incorrect key {REDACTED}"

@@ -7,8 +7,10 @@ import sys
 from argparse import Namespace
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Final
 
+from .. import secret
 from ..log import Event, SessionLog
 from ..loop import TurnOutcome
 from ..models import Model
@@ -206,6 +208,16 @@ def _history(home: Path, interactive: bool) -> Iterator[None]:
     try:
         yield
     finally:
+        _redact_history(readline)
         with contextlib.suppress(OSError):
             home.mkdir(parents=True, exist_ok=True)
             readline.write_history_file(path)
+
+
+def _redact_history(readline: ModuleType) -> None:
+    """A key typed at the prompt is redacted in the history file, as it is in the log."""
+    secrets = secret.current()
+    for index in range(readline.get_current_history_length()):
+        item = readline.get_history_item(index + 1)  # 1-based, unlike replace_history_item
+        if item is not None and secrets.redact(item) != item:
+            readline.replace_history_item(index, secrets.redact(item))

@@ -292,11 +292,15 @@ class Agent:
     ) -> TurnOutcome:
         try:
             self._answer_open_calls({})
-            self.append("turn/end", TurnEnd(status=status, error=error))
+            end = self.session.append(
+                "turn/end", TurnEnd(status=status, error=error), turn=self.turn
+            )
             self.session.commit()
         finally:
             self.turn = None
-        return TurnOutcome(status, text, error, self._steps)
+        # The error as the log keeps it (a key a provider echoed is redacted there), so no
+        # host can show more than the log holds.
+        return TurnOutcome(status, text, end.data.get("error"), self._steps)
 
     def _close_after_failure(self, exc: BaseException) -> None:
         """A log write failure or a bug: record it if the log still takes writes."""
