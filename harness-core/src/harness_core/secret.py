@@ -3,10 +3,9 @@ of everything harness prints or logs, and the environment tool processes get wit
 
 A variable is secret when its name ends in `_API_KEY` (OPENAI_API_KEY, DEEPSEEK_API_KEY, any
 provider's key), is HARNESS_WEB_TOKEN, or is listed in the `secret_env` setting
-(HARNESS_SECRET_ENV). Tool processes
-get the environment minus the secret variables, except those listed in `pass_env`
-(HARNESS_PASS_ENV). Redaction replaces every secret value, and any `Bearer TOKEN`, by
-`[redacted]`, whether or not the variable is passed through.
+(HARNESS_SECRET_ENV). Tool processes get the environment minus the secret variables, except
+those listed in `pass_env` (HARNESS_PASS_ENV). Redaction replaces every secret value, and any
+`Bearer TOKEN`, by `[redacted]`, whether or not the variable is passed through.
 
 The host installs the process's secrets once (`install`, after the config is read); the log
 writer and the stderr writer both redact through `current()`.
@@ -14,6 +13,7 @@ writer and the stderr writer both redact through `current()`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -82,8 +82,6 @@ class Secrets:
 
 
 def _json_form(value: str) -> bytes:
-    import json
-
     return json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
 
 
