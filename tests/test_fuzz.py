@@ -159,10 +159,10 @@ class Damaged:
         return f"Damaged({len(self.content)} bytes: {self.content[:300] + cut!r})"
 
 
-# The fillers of a huge line. Deep nesting ("[" * 2 MB) is left out of scripted-model files
-# until the scripted model reports it as "nested too deeply" (issue 13, item 10).
+# The fillers of a huge line: filler, bytes that are not UTF-8, an endless string, and deep
+# nesting ("[" * 2 MB), which a JSON parser must refuse rather than recurse into.
 SESSION_FILLERS: Final = (b"x", b"\xff", b'{"seq":1,"type":"', b"[")
-SCRIPT_FILLERS: Final = (b"x", b"\xff", b'{"steps": [{"text": "')
+SCRIPT_FILLERS: Final = (b"x", b"\xff", b'{"steps": [{"text": "', b"[")
 
 
 @st.composite

@@ -55,17 +55,45 @@ class _CallNote(BaseModel):
     call_id: str | None = None
 
 
+@pytest.mark.parametrize("kind", ["audit/note", "note/call", "web/note"])
 def test_a_plugin_event_while_a_call_is_open_neither_answers_nor_blocks_it(
-    log_store: SessionStore, log_registry: EventTypeRegistry
+    log_store: SessionStore, log_registry: EventTypeRegistry, kind: str
 ) -> None:
-    """Only tool/result answers a call; any other event type may come while one is open."""
-    log_registry.declare(EventType("web/note", _CallNote, surface=False))
+    """Only tool/result answers a call, only turn events open or close a turn: a plugin type
+    (named to sort before, between and after the core ones) may come while a call is open."""
+    log_registry.declare(EventType(kind, _CallNote, surface=False))
     with _in_turn(log_store) as log:
         log.append("message/assistant", {"tool_calls": [CALL]}, turn=1)
-        log.append("web/note", {"text": "working"}, turn=1)
-        log.append("web/note", {"text": "still working", "call_id": "c1"}, turn=1)
+        log.append(kind, {"text": "working"}, turn=1)
+        log.append(kind, {"text": "still working", "call_id": "c1"}, turn=1)
         log.append("tool/result", _result("c1"), turn=1)
+        log.append(kind, {"text": "done"}, turn=1)
         log.append("turn/end", {"status": "completed"}, turn=1)
+
+
+@pytest.mark.parametrize("kind", ["message/user", "turn/start", "todo/write"])
+def test_the_first_event_can_only_be_session_start(kind: str) -> None:
+    """Whatever the type's name, nothing but session/start may open a log."""
+    with pytest.raises(InvariantViolation, match="first event must be session/start"):
+        InvariantChecker().validate(Event(0, kind, "t", {}, 1))
+
+
+def test_a_repeated_seq_is_rejected(log_store: SessionStore) -> None:
+    """seq must be exactly the next one: neither a gap nor a repeat."""
+    with _in_turn(log_store) as log:
+        checker = InvariantChecker.from_tail(log.events)
+        with pytest.raises(InvariantViolation, match="seq must be 3"):
+            checker.validate(Event(2, "test/note", "t", {"text": "again"}, 1))
+
+
+def test_a_session_with_only_its_header_reopens_and_takes_a_turn(
+    log_store: SessionStore, log_registry: EventTypeRegistry
+) -> None:
+    """Reopened after a crash right after create: the next event is seq 1, in a new turn."""
+    with log_store.create() as log:
+        pass
+    with SessionLog.open(log.path, log_registry) as reopened:
+        assert reopened.append("turn/start", {}, turn=1).seq == 1
 
 
 def test_event_outside_a_turn_is_rejected(log_store: SessionStore) -> None:

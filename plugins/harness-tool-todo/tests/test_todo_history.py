@@ -171,3 +171,27 @@ def test_large_lists_skip_rewording_but_stay_correct() -> None:
     kinds = [c.kind for c in diff(old, new)]
     assert kinds.count("added") == 60
     assert kinds.count("dropped") == 60
+
+
+def test_a_shortened_wording_is_a_rewording() -> None:
+    """New words all among the old ones: the same task, however much shorter."""
+    old = todos(("Fix the flaky integration test in the parser module", ACTIVE))
+    new = todos(("Fix the parser", ACTIVE))
+    assert described(old, new) == [
+        'reworded "Fix the flaky integration test in the parser module" -> "Fix the parser"'
+    ]
+
+
+def test_one_old_task_is_reworded_into_one_new_task_at_most() -> None:
+    """Two new tasks that both read like one old task: one rewording, one addition."""
+    old = todos(("Write the tests", PEND))
+    new = todos(("Write the unit tests", PEND), ("Write the e2e tests", PEND))
+    kinds = [c.kind for c in diff(old, new)]
+    assert sorted(kinds) == ["added", "reworded"]
+
+
+def test_rewordings_are_paired_up_to_exactly_the_pairing_budget() -> None:
+    """50 vanished x 50 new is 2,500 pairs, within the budget: each rewording is found."""
+    old = todos(*[(f"Check module {i} carefully", PEND) for i in range(50)])
+    new = todos(*[(f"Check module {i} very carefully", PEND) for i in range(50)])
+    assert [c.kind for c in diff(old, new)] == ["reworded"] * 50

@@ -358,6 +358,35 @@ async def test_present_result_of_an_error_is_nothing(todo_host: PluginHost, agen
     assert tool_of(todo_host).present_result(error) is None
 
 
+@pytest.mark.parametrize(
+    "result",
+    [
+        ToolResult("Error: something", is_error=True, data={"todos": [item("a")]}),
+        ToolResult("Updated todo list.", data=None),
+        ToolResult("Updated todo list.", data=["not", "a", "dict"]),
+    ],
+    ids=["error-with-data", "no-data", "data-not-a-dict"],
+)
+def test_present_result_needs_a_successful_result_with_its_data(result: ToolResult) -> None:
+    """An error (even one carrying data) or a result without the dict data renders nothing."""
+    assert TodoWriteTool().present_result(result) is None
+
+
+def test_a_tool_built_without_settings_allows_one_task_in_progress() -> None:
+    """The default policy is one active task, whoever builds the tool."""
+    two = [TodoItem(content="a", status="in_progress"), TodoItem(content="b", status="in_progress")]
+    assert TodoWriteTool().validate(two) == (
+        "Error: invalid todos: at most one task may be in_progress, got 2"
+    )
+
+
+def test_todo_write_is_log_only_and_runs_alone() -> None:
+    """Its only effect is on the log (no approval, no commit before it) and calls run in order."""
+    for tool in (TodoWriteTool(), TodoWriteTool(allow_parallel_in_progress=True)):
+        assert tool.log_only is True
+        assert tool.exclusive is True
+
+
 def test_renderings_never_print_terminal_escapes() -> None:
     """A task name carrying ESC/OSC sequences or NUL reaches no terminal raw (issue 13, 6)."""
     hostile = "\x1b]0;pwned\x07Fix \x1b[31mit\x00"

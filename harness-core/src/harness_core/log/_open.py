@@ -28,7 +28,7 @@ _KINDS: Final = (
 
 
 # What the open itself reports for a name that is not a regular file.
-_REFUSED_AT_OPEN: Final = {
+_REFUSED_AT_OPEN: Final[dict[int | None, str]] = {
     errno.ELOOP: "a symbolic link",  # O_NOFOLLOW on a link
     errno.EISDIR: "a directory",  # a directory opened for writing
     errno.ENXIO: "a FIFO",  # a FIFO without a reader, opened for writing
@@ -48,7 +48,7 @@ def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        kind = _REFUSED_AT_OPEN.get(exc.errno or 0)
+        kind = _REFUSED_AT_OPEN.get(exc.errno)
         if kind is None:
             raise  # a missing file, no permission, ...: the OS's own error says it best
         raise _refusal(path, kind) from None
