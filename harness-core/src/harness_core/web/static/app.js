@@ -125,7 +125,8 @@ function render(envelope, into) {
       }
       break;
     case "context/compact":
-      into.append(el("div", { class: "turn-note" }, "context compacted"));
+      into.append(el("div", { class: "turn-note", "data-testid": "compaction" },
+        `context compacted: ${data.last_seq - data.first_seq + 1} events summarized`));
       break;
   }
 }
