@@ -148,6 +148,42 @@ def test_harness_snapshot_fields_folds_are_fresh_and_isolated(
     )
 
 
+def test_harness_compaction_carry_texts_follow_the_summary_in_load_order(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin, harness_home: Path
+) -> None:
+    """Each plugin's text follows the summary; one that raises is reported and skipped."""
+
+    class Carrier:
+        def __init__(self, name: str) -> None:
+            self.name, self.inject = name, ()
+
+        @hookimpl
+        def harness_compaction_carry(self, end: int) -> str:
+            return f"{self.name} saw {end} events"
+
+    class Broken:
+        name = "broken"
+        inject = ()
+
+        @hookimpl
+        def harness_compaction_carry(self) -> str:
+            raise RuntimeError("nothing to carry")
+
+    for plugin in (Carrier("first"), Broken(), Carrier("second")):
+        register_plugin(plugin)
+    store = SessionStore(harness_home, plugin_host.event_types)
+    with store.create(system_prompt="sys") as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("message/user", {"text": "hi"}, turn=1)
+        summary = {"summary": "S", "first_seq": 1, "last_seq": 2, "model": "m"}
+        log.append("context/compact", summary, turn=1)
+        content = log.projection.request_messages()[1]["content"]
+    assert content.endswith("S\n\nfirst saw 3 events\n\nsecond saw 3 events")
+    assert "plugin 'broken' raised in harness_compaction_carry" in str(
+        plugin_host.observer_errors[-1]
+    )
+
+
 def test_harness_web_dock_entries_come_in_load_order_and_resolve(
     plugin_host: PluginHost, register_plugin: RegisterPlugin
 ) -> None:
