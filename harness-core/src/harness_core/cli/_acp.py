@@ -97,10 +97,13 @@ class _Lines:
         reader.start()
 
     def _read(self, read_fd: int, loop: asyncio.AbstractEventLoop) -> None:
-        with open(read_fd, "rb", buffering=1 << 16) as stream:
-            for line in stream:
-                loop.call_soon_threadsafe(self._incoming.put_nowait, line)
-        loop.call_soon_threadsafe(self._incoming.put_nowait, None)
+        try:
+            with open(read_fd, "rb", buffering=1 << 16) as stream:
+                for line in stream:
+                    loop.call_soon_threadsafe(self._incoming.put_nowait, line)
+            loop.call_soon_threadsafe(self._incoming.put_nowait, None)
+        except RuntimeError:
+            pass  # the bridge stopped (a signal) while the client was still writing
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
