@@ -7,6 +7,7 @@ from typing import Literal
 import pytest
 from harness_core.tools import (
     ExecContext,
+    RawArguments,
     SchemaError,
     Tool,
     ToolNameConflict,
@@ -147,3 +148,43 @@ async def test_error_list_is_capped(registry: ToolRegistry) -> None:
     steps = ",".join('{"title": 1, "state": "x"}' for _ in range(4))
     result = await registry.execute("plan", f'{{"steps": [{steps}], "note": 2}}', ExecContext())
     assert result.is_error and result.text.endswith("; and 4 more")
+
+
+class RemoteTool(Tool[RawArguments]):
+    """A tool whose schema another system owns, like an MCP server's."""
+
+    name = "remote"
+    description = "Echo the arguments."
+    arguments = RawArguments
+
+    def __init__(self, schema: dict[str, object]) -> None:
+        self.json_schema = schema
+
+    async def execute(self, args: RawArguments, exec_ctx: ExecContext) -> ToolResult:
+        return ToolResult("ok", data=args.model_dump())
+
+
+OPEN_SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "depth": {"type": "integer", "minimum": 0}},
+    "required": ["path"],
+}
+
+
+async def test_a_tool_with_its_own_schema_is_sent_non_strict_and_checked_before_the_call() -> None:
+    """The schema goes out as given with strict off; arguments are checked against it first."""
+    registry = ToolRegistry()
+    registry.register(RemoteTool(OPEN_SCHEMA), provider="mcp")
+    (sent,) = registry.schemas()
+    assert sent["function"]["parameters"] == OPEN_SCHEMA and sent["function"]["strict"] is False
+    ok = await registry.execute("remote", '{"path": "a", "extra": 1}', ExecContext())
+    assert not ok.is_error and ok.data == {"path": "a", "extra": 1}
+    bad = await registry.execute("remote", '{"depth": -1}', ExecContext())
+    assert bad.is_error
+    assert "'path' is a required property" in bad.text and "depth: -1 is less than" in bad.text
+
+
+def test_an_invalid_own_schema_is_refused_at_registration() -> None:
+    """A schema jsonschema cannot use fails the registration, naming the tool."""
+    with pytest.raises(SchemaError, match="remote: its JSON schema is invalid"):
+        ToolRegistry().register(RemoteTool({"type": "object", "required": 3}), provider="mcp")

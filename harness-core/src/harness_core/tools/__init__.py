@@ -3,13 +3,14 @@
 from ._caller import CallingAgent, ChildOutcome
 from ._registry import Disposer, RegisteredTool, ToolNameConflict, ToolRegistry
 from ._schema import SchemaError, strict_schema
-from ._tool import ExecContext, Tool, ToolResult
+from ._tool import ExecContext, RawArguments, Tool, ToolResult
 
 __all__ = [
     "CallingAgent",
     "ChildOutcome",
     "Disposer",
     "ExecContext",
+    "RawArguments",
     "RegisteredTool",
     "SchemaError",
     "Tool",

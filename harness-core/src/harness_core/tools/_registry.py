@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from ._schema import strict_schema
-from ._tool import ExecContext, Tool, ToolResult
+from ._schema import SchemaError, strict_schema
+from ._tool import ExecContext, RawArguments, Tool, ToolResult
 
 __all__ = ["Disposer", "RegisteredTool", "ToolNameConflict", "ToolRegistry"]
 
@@ -29,6 +29,12 @@ class RegisteredTool:
     tool: Tool[Any]
     provider: str
     schema: dict[str, Any]
+    # Set for a tool with its own `json_schema`: sent non-strict, checked before each call.
+    validator: Any = None
+
+    @property
+    def strict(self) -> bool:
+        return self.validator is None
 
 
 class ToolRegistry:
@@ -45,7 +51,11 @@ class ToolRegistry:
                 f"tool {tool.name!r} from {provider!r} collides with the one from "
                 f"{existing.provider!r}; disable one of the plugins (HARNESS_DISABLE_PLUGINS)"
             )
-        entry = RegisteredTool(tool, provider, strict_schema(tool.arguments))
+        if tool.json_schema is None:
+            entry = RegisteredTool(tool, provider, strict_schema(tool.arguments))
+        else:
+            validator = _validator(tool.name, tool.arguments, tool.json_schema)
+            entry = RegisteredTool(tool, provider, tool.json_schema, validator)
         self._tools[tool.name] = entry
 
         def dispose() -> None:
@@ -75,7 +85,7 @@ class ToolRegistry:
                     "name": name,
                     "description": self._tools[name].tool.description,
                     "parameters": self._tools[name].schema,
-                    "strict": True,
+                    "strict": self._tools[name].strict,
                 },
             }
             for name in self.names()
@@ -83,8 +93,8 @@ class ToolRegistry:
 
     def parse(self, name: str, raw_arguments: str) -> tuple[Tool[Any], BaseModel] | ToolResult:
         """The tool and its validated arguments, or the error result the model should see."""
-        tool = self.get(name)
-        if tool is None:
+        entry = self._tools.get(name)
+        if entry is None:
             available = ", ".join(self.names()) or "none"
             return ToolResult(
                 f'Error: unknown tool "{name}". Available tools: {available}.', is_error=True
@@ -99,8 +109,12 @@ class ToolRegistry:
                 "Send one JSON object that matches the tool's schema.",
                 is_error=True,
             )
+        if entry.validator is not None:
+            problems = _schema_problems(entry.validator, value)
+            if problems:
+                return ToolResult(f"Error: invalid arguments for {name}: {problems}", True)
         try:
-            return tool, tool.arguments.model_validate(value)
+            return entry.tool, entry.tool.arguments.model_validate(value)
         except ValidationError as exc:
             return ToolResult(f"Error: invalid arguments for {name}: {_describe(exc)}", True)
 
@@ -125,6 +139,31 @@ class ToolRegistry:
                 True,
             )
         return result
+
+
+def _validator(name: str, arguments: type[BaseModel], schema: dict[str, Any]) -> Any:
+    """A jsonschema validator for a tool's own schema; a schema that is not one is refused."""
+    import jsonschema  # only tools with their own schema (MCP) pay for the import
+
+    if arguments is not RawArguments:
+        raise SchemaError(f"{name}: a tool with a json_schema takes RawArguments")
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise SchemaError(f"{name}: its JSON schema is invalid: {exc.message}") from exc
+    return cls(schema)
+
+
+def _schema_problems(validator: Any, value: object) -> str:
+    """The first few jsonschema errors as `path: message` pairs, or "" when `value` fits."""
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    parts = [
+        f"{'.'.join(str(p) for p in e.absolute_path) or '(the arguments object)'}: {e.message}"
+        for e in errors[:5]
+    ]
+    more = len(errors) - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def _describe(exc: ValidationError) -> str:

@@ -6,11 +6,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ._caller import CallingAgent
 
-__all__ = ["ExecContext", "Tool", "ToolResult"]
+__all__ = ["ExecContext", "RawArguments", "Tool", "ToolResult"]
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
@@ -32,13 +32,25 @@ class ExecContext:
     call_id: str | None = None
 
 
+class RawArguments(BaseModel):
+    """The arguments of a tool with a `json_schema`: every key kept, as the model sent it."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class Tool(ABC, Generic[ArgsT]):
     """A model-callable tool. Subclasses set the class attributes and implement `execute`."""
 
-    name: ClassVar[str]
-    # Usually a class attribute; a tool whose settings change what it does may set its own.
+    # Usually class attributes; a tool that wraps another system's tools (an MCP server's)
+    # names and describes each instance.
+    name: str
     description: str
     arguments: ClassVar[type[BaseModel]]
+    # None: the schema is derived from `arguments` and sent strict. A dict: a schema someone
+    # else owns (an MCP server's), sent non-strict because strict mode rejects most of them;
+    # the registry checks the arguments against it with jsonschema before the call, and
+    # `arguments` must then be RawArguments.
+    json_schema: dict[str, Any] | None = None
     # An exclusive tool never runs beside another call of the same assistant message: its
     # calls run alone, in call order (todo_write is one: the later list must win).
     exclusive: ClassVar[bool] = False

@@ -1,0 +1,73 @@
+"""A small MCP server for the tests, on the SDK's MCPServer: stdio, or HTTP with `--http PORT`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+
+server = MCPServer("tiny", log_level="ERROR")
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> Sum:
+    """Add two integers."""
+    return Sum(total=a + b)
+
+
+@server.tool(name="weird.name")
+def weird() -> str:
+    """A tool whose name a model API would refuse."""
+    return "weird"
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails."""
+    raise ValueError("this tool always fails")
+
+
+@server.tool()
+def crash() -> str:
+    """Exits the server process mid-call."""
+    os._exit(3)
+
+
+@server.tool()
+def environment(name: str) -> str:
+    """The value of an environment variable, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def starts() -> int:
+    """How many times this server has started (counted in TINY_COUNTER's file)."""
+    return int(Path(os.environ["TINY_COUNTER"]).read_text())
+
+
+if __name__ == "__main__":
+    counter = os.environ.get("TINY_COUNTER")
+    if counter:
+        path = Path(counter)
+        path.write_text(str(int(path.read_text() or 0) + 1) if path.exists() else "1")
+    if "--fail" in sys.argv:
+        print("tiny: cannot open the database: no such file", file=sys.stderr)
+        sys.exit(2)
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run()
