@@ -19,6 +19,7 @@ import pytest
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 from harness_core.log import INTERRUPTED_TEXT
+from harness_core.testing.openai_server import OpenAIServer, reply
 from harness_core.testing.pytest_plugin import FakeDistribution
 from test_cli_support import (
     HARNESS,
@@ -233,6 +234,10 @@ async def test_model_problems_are_json_rpc_errors_with_the_cli_reason(
             await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         assert str(caught.value).startswith("no model chosen: pass --model SPEC")
         assert session_ids(harness_home) == []
+    async with bridge(tmp_path, "--model", "openai:m") as (conn, _):
+        with pytest.raises(RequestError) as caught:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        assert str(caught.value) == "openai:m needs an API key: set OPENAI_API_KEY"
     model = write_script(tmp_path / "s.json", [{"tool_calls": [bash_call("true")]}])
     async with bridge(tmp_path, "--model", model) as (conn, _):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -241,6 +246,24 @@ async def test_model_problems_are_json_rpc_errors_with_the_cli_reason(
         assert "has 1 steps and the loop asked for step 2" in str(caught.value)
     end = read_events(harness_home, sid)[-1]
     assert end["type"] == "turn/end" and end["data"]["status"] == "error"
+
+
+async def test_reasoning_streams_as_thought_chunks(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """An OpenAI-compatible model's reasoning_content arrives as agent_thought_chunk, text after."""
+    openai_server.expect(reply("It is 4.", reasoning="Two plus two makes four.", pieces=3))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai_server.base_url}
+    async with bridge(tmp_path, "--model", "openai:m", env=env) as (conn, recorder):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=prompt("2+2?"))
+    assert answer.stop_reason == "end_turn"
+    assert recorder.text("agent_thought_chunk") == "Two plus two makes four."
+    assert recorder.text() == "It is 4."
+    assert len(recorder.of("agent_thought_chunk")) == 3
+    assert recorder.kinds().index("agent_message_chunk") > recorder.kinds().index(
+        "agent_thought_chunk"
+    )
 
 
 async def test_the_step_limit_is_max_turn_requests(tmp_path: Path) -> None:
