@@ -14,6 +14,7 @@ import httpx
 import pytest
 from harness_core.log import SessionStore
 from harness_core.plugins import PluginHost
+from harness_core.testing.openai_server import OpenAIServer, reply, tool_call
 from test_cli_support import bash_call, todo_call
 from web_support import Served, serve, sse_events, write_script_file
 
@@ -196,3 +197,30 @@ def test_a_wildcard_bind_warns_and_still_needs_the_token(harness_home: Path) -> 
             authorized = {"Authorization": f"Bearer {served.token}"}
             assert client.get("/api/sessions", headers=authorized).status_code == 200
     assert "harness: warning: serving on 0.0.0.0" in served.stderr
+
+
+def test_a_web_turn_compacts_past_the_configured_share_of_the_window(
+    harness_home: Path, openai_server: OpenAIServer
+) -> None:
+    """The web host's turns use the settings' context_window and compact like the CLI's."""
+    openai_server.expect(
+        reply(tool_calls=[tool_call("bash", {"command": "echo 1"})]),
+        reply(tool_calls=[tool_call("bash", {"command": "echo 2"})], usage=(900, 1)),
+        reply("Echoed twice."),
+        reply("Done."),
+    )
+    env = {
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": openai_server.base_url,
+        "HARNESS_CONTEXT_WINDOW": "1000",
+    }
+    with (
+        serve(harness_home, "--model", "openai:test-model", env=env) as server,
+        server.client() as client,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "Echo."})
+        page = server.wait_idle(session)
+    (compaction,) = [e for e in page["events"] if e["type"] == "context/compact"]
+    assert compaction["data"]["summary"] == "Echoed twice."
+    assert openai_server.requests[3].messages[1]["content"].endswith("Echoed twice.")

@@ -36,6 +36,7 @@ def serve(args: Namespace) -> int:
         system_prompt=app.system_prompt(),
         cwd=os.getcwd(),
         demo_prompt=_demo_prompt(),
+        compaction=app.compaction,
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]

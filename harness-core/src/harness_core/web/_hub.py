@@ -20,7 +20,7 @@ from typing import Any, Final
 from ..hosts import SessionSnapshot, SnapshotFields, ToolRow
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog, SessionStore
-from ..loop import Agent
+from ..loop import Agent, CompactionPolicy
 from ..models import DeltaSink, Model, ModelResponse
 from ..tools import ToolRegistry
 
@@ -47,6 +47,8 @@ class WebRuntime:
     system_prompt: str | None
     cwd: str
     demo_prompt: str | None = None  # the embedded demo's prompt, offered when no model is set
+    # when a turn compacts, for the model it runs (the settings' compact_at, context_window)
+    compaction: Callable[[Model], CompactionPolicy] = lambda model: CompactionPolicy()
 
 
 @dataclass(slots=True)
@@ -258,6 +260,7 @@ class Hub:
             max_steps=runtime.max_steps,
             on_delta=delta,
             store=runtime.store,
+            compaction=runtime.compaction(model),
         )
         await live.agent.run_turn(prompt)
 
@@ -273,6 +276,7 @@ class _Yielding:
     def __init__(self, inner: Model) -> None:
         self.inner = inner
         self.name = inner.name
+        self.context_window = getattr(inner, "context_window", None)  # for compaction
 
     async def respond(
         self,
