@@ -282,3 +282,30 @@ async def test_a_subagent_compacts_its_own_session(store: SessionStore, host: Pl
     (summary,) = [s for s in store.list() if s.parent_session == parent.session.session_id]
     child_log = store.open(summary.id, writable=False)
     assert [e.data["summary"] for e in compactions(child_log)] == ["child sum"]
+
+
+async def test_deepseek_reasoning_of_kept_tool_calls_is_still_sent_back(
+    store: SessionStore, host: PluginHost, openai_server: OpenAIServer
+) -> None:
+    """The kept tail goes out as before: its tool-calling message keeps reasoning_content."""
+    openai_server.expect(
+        reply(tool_calls=[tool_call("bash", {"command": "echo a"})], reasoning="think a"),
+        reply(
+            tool_calls=[tool_call("bash", {"command": "echo b"})],
+            reasoning="think b",
+            usage=(900, 1),
+        ),
+        reply("Summary.", reasoning="think summary"),
+        reply("Done.", reasoning="think done"),
+    )
+    model = OpenAICompatModel(
+        "m", api_key="k", base_url=openai_server.base_url, provider="deepseek"
+    )
+    agent = agent_for(store, host, model)
+    outcome = await agent.run_turn("Go.")
+    await model.aclose()
+    assert outcome.status == "completed", outcome.error
+    after = openai_server.requests[3].messages
+    assert [m["role"] for m in after] == ["system", "user", "assistant", "tool"]
+    assert after[2]["reasoning_content"] == "think b" and after[2]["tool_calls"]
+    assert after[3]["tool_call_id"] == after[2]["tool_calls"][0]["id"]
