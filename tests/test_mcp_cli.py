@@ -1,0 +1,112 @@
+"""harness-tool-mcp through the CLI: `harness mcp`, a scripted turn calling an MCP tool, HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_cli_support import read_events, run_cli, session_ids, write_script
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "plugins" / "harness-tool-mcp" / "tests" / "tiny_server.py"
+
+
+def configure(home: Path, servers: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(servers, encoding="utf-8")
+
+
+def stdio(name: str, *args: str) -> str:
+    return (
+        f"[plugins.mcp.servers.{name}]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([str(TINY), *args])}\n"
+    )
+
+
+def test_harness_mcp_lists_ready_and_failed_servers(harness_home: Path) -> None:
+    """--json gives each server's state, error (with the stderr tail) and registered tools."""
+    configure(
+        harness_home,
+        stdio(
+            "tiny",
+        )
+        + stdio("broken", "--fail"),
+    )
+    result = run_cli("mcp", "--json", timeout=120)
+    assert result.returncode == 1, result.stderr
+    servers = {s["name"]: s for s in json.loads(result.stdout)["servers"]}
+    assert servers["tiny"]["state"] == "ready" and servers["tiny"]["error"] is None
+    assert (
+        "tiny__add" in servers["tiny"]["tools"] and "tiny__weird_name" in servers["tiny"]["tools"]
+    )
+    broken = servers["broken"]
+    assert (broken["state"], broken["tools"]) == ("failed", [])
+    assert broken["error"].startswith("it exited before it was ready")
+    assert "cannot open the database" in broken["error"]
+    human = run_cli("mcp", timeout=120).stdout
+    assert "tiny: ready · tiny__echo" in human and "broken: failed · no tools" in human
+
+
+def test_a_scripted_turn_calls_an_mcp_tool(tmp_path: Path, harness_home: Path) -> None:
+    """The model's call reaches the server; the result text and structured data are logged."""
+    configure(harness_home, stdio("tiny"))
+    steps = [
+        {"tool_calls": [{"name": "tiny__add", "arguments": {"a": 2, "b": 40}}]},
+        {"tool_calls": [{"name": "tiny__add", "arguments": {"a": "x"}}]},
+        {"text": "Done."},
+    ]
+    result = run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "add", timeout=120)
+    assert result.returncode == 0, result.stderr
+    (session,) = session_ids(harness_home)
+    results = [e["data"] for e in read_events(harness_home, session) if e["type"] == "tool/result"]
+    assert results[0]["data"] == {"total": 42} and not results[0].get("is_error")
+    assert results[1]["is_error"] and "'b' is a required property" in results[1]["text"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """tiny_server.py over Streamable HTTP on a loopback port; its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(TINY), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_an_http_server_on_loopback(http_server: str, harness_home: Path) -> None:
+    """A url server is listed ready with its tools, like a stdio one."""
+    configure(
+        harness_home,
+        f'[plugins.mcp.servers.web]\nurl = "{http_server}"\n'
+        'headers = { Authorization = "Bearer test" }\n',
+    )
+    result = run_cli("mcp", "--json", timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (server,) = json.loads(result.stdout)["servers"]
+    assert server["state"] == "ready" and "web__echo" in server["tools"]
