@@ -122,7 +122,9 @@ async def test_cancel_ends_the_prompt_and_kills_the_running_command(
         {"text": "Back after the cancel."},
     ]
     model = write_script(tmp_path / "s.json", steps)
-    async with bridge(tmp_path, "--model", model) as (conn, recorder):
+    # Sandbox off: the test reads the command's pid, which a sandbox's PID namespace renumbers
+    # (test_sandbox.py covers what the sandbox kills).
+    async with bridge(tmp_path, "--model", model, "--sandbox", "off") as (conn, recorder):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
         async with anyio.create_task_group() as group:
@@ -160,7 +162,7 @@ async def test_sigterm_mid_turn_closes_the_turn_and_its_command(
     model = write_script(
         tmp_path / "s.json", [{"tool_calls": [bash_call(f"echo $$ > {pid_file}; exec sleep 60")]}]
     )
-    async with bridge(tmp_path, "--model", model) as (conn, recorder):
+    async with bridge(tmp_path, "--model", model, "--sandbox", "off") as (conn, recorder):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         async with anyio.create_task_group() as group:
 

@@ -395,8 +395,10 @@ def test_sigterm_closes_the_turn_kills_the_command_and_exits_143(
         tmp_path / "s.json",
         [{"tool_calls": [bash_call(f"sleep 60 & echo $! > {pid_file}; wait")]}, {"text": "no"}],
     )
+    # Sandbox off: the pid file is outside the working directory, and a sandbox's PID
+    # namespace would renumber the pid (test_sandbox.py covers what the sandbox kills).
     with subprocess.Popen(
-        [HARNESS, "run", "--json", "--model", model, "go"],
+        [HARNESS, "run", "--json", "--sandbox", "off", "--model", model, "go"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

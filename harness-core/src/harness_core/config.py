@@ -91,6 +91,17 @@ def _window(value: object) -> int | dict[str, int] | None:
     return _positive_int(value)
 
 
+def _choice(*choices: str) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        return value if value in choices else None
+
+    return check
+
+
+def _switch(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
 def _names(value: object) -> tuple[str, ...] | None:
     """A list of variable names; from the environment also `A,B` (comma-separated)."""
     if isinstance(value, str):
@@ -113,6 +124,8 @@ class Settings:
     context_window: int | dict[str, int] | None = None
     secret_env: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
+    sandbox: str | None = None
+    sandbox_network: bool = False
 
 
 # key -> (check returning the value or None when invalid, what a valid value is)
@@ -126,6 +139,8 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "context_window": (_window, "a positive number of tokens, or a table of them by model"),
     "secret_env": (_names, "a list of environment variable names"),
     "pass_env": (_names, "a list of environment variable names"),
+    "sandbox": (_choice("workspace", "off"), "workspace or off"),
+    "sandbox_network": (_switch, "true or false"),
 }
 
 

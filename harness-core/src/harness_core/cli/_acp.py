@@ -35,6 +35,7 @@ INVALID_REQUEST: Final = -32600
 def acp(args: Namespace) -> int:
     protocol_in, protocol_out = _claim_stdio()
     app = App()  # plugins load here: whatever they print goes to stderr now
+    app.use_sandbox(args.sandbox)
     asyncio.run(_serve(app, args.model, protocol_in, protocol_out))
     return 0
 

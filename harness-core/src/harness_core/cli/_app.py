@@ -65,6 +65,7 @@ COMMANDS: Final = {
     "plugins": ("_plugins", "plugins"),
     "serve": ("_serve", "serve"),
     "acp": ("_acp", "acp"),
+    "sandbox-check": ("_plugins", "sandbox_check"),
 }
 
 NO_MODEL: Final = (
@@ -239,6 +240,25 @@ class App:
 
     def read_events(self, session_id: str) -> Sequence[Event]:
         return self.reader(session_id).events
+
+    # -- the sandbox -----------------------------------------------------------------------
+
+    def use_sandbox(self, flag: str | None) -> str:
+        """Install the sandbox bash runs in (--sandbox, else HARNESS_SANDBOX / config
+        `sandbox`, else `workspace` where bubblewrap works) and return its mode. A fallback
+        to `off` is one warning line; an explicit `workspace` that cannot run is an error."""
+        from ..tools import sandbox
+
+        try:
+            chosen, warning = sandbox.resolve(
+                flag, self.settings.sandbox, self.settings.sandbox_network
+            )
+        except sandbox.SandboxUnavailable as exc:
+            raise CliError(str(exc)) from None
+        if warning is not None:
+            logging.getLogger("harness.sandbox").warning("%s", warning)
+        sandbox.install(chosen)
+        return chosen.mode
 
     # -- the model -------------------------------------------------------------------------
 

@@ -29,6 +29,9 @@ __all__ = ["PacedModel", "demo", "demo_script"]
 
 STEP_DELAY: Final = 0.8  # seconds before each model step on a terminal
 WORD_DELAY: Final = 0.03  # seconds between streamed words on a terminal
+# The script's commands are fixed and harmless, so the demo never asks before running them.
+SANDBOXED: Final = "demo: tools run without asking; bash runs in the workspace sandbox"
+UNSANDBOXED: Final = "demo: tools run without asking; bash runs unsandboxed (see above)"
 
 
 def demo_script() -> dict[str, Any]:
@@ -72,12 +75,14 @@ def demo(args: Namespace) -> int:
     temporary = not os.environ.get("HARNESS_HOME")
     home = Path(tempfile.mkdtemp(prefix="harness-demo-")) if temporary else None
     app = App(home)
+    mode = app.use_sandbox(None)
     script = demo_script()
     scripted = ScriptedModel(script["steps"], name="scripted:demo")
     paced = sys.stdout.isatty() and not args.fast
     model: Model = PacedModel(scripted, STEP_DELAY, WORD_DELAY) if paced else scripted
     with app.writer(None) as log:
         view = session_view(app, log, json_lines=False, echo_prompt=True, resumed=False)
+        view.note(SANDBOXED if mode == "workspace" else UNSANDBOXED)
         outcomes = run_session(app, log, model, view, [script["prompt"]])
         status = turn_status(outcomes[-1], model)
         view.note(next_steps(log, app.home if temporary else None))

@@ -14,7 +14,19 @@ if TYPE_CHECKING:
 __all__ = ["CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
 
 CORE_COMMANDS: Final = frozenset(
-    {"run", "chat", "compact", "demo", "sessions", "show", "events", "plugins", "serve", "acp"}
+    {
+        "run",
+        "chat",
+        "compact",
+        "demo",
+        "sessions",
+        "show",
+        "events",
+        "plugins",
+        "serve",
+        "acp",
+        "sandbox-check",
+    }
 )
 
 DESCRIPTION: Final = """\
@@ -29,6 +41,7 @@ environment:
   DEEPSEEK_API_KEY        key for deepseek:MODEL (DEEPSEEK_BASE_URL, DEEPSEEK_MODEL optional)
   HARNESS_DISABLE_PLUGINS comma-separated plugins not to load; HARNESS_LOAD_PLUGINS loads only these
   HARNESS_STRICT_PLUGINS  1: a rejected plugin is an error instead of a warning
+  HARNESS_SANDBOX         default --sandbox (or `sandbox` in config.toml)
 
 Installed plugins add commands of their own: `harness plugins` lists them.
 
@@ -69,12 +82,14 @@ def build_parser(
         "run", help="one turn; a new session unless --session continues one", description=RUN
     )
     _model_options(run)
+    _sandbox_option(run)
     run.add_argument("--session", metavar="ID", help="continue this session")
     run.add_argument("--json", action="store_true", help="stream the events as JSON Lines")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (- reads it from stdin)")
 
     chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
     _model_options(chat)
+    _sandbox_option(chat)
     chat.add_argument("--session", metavar="ID", help="continue this session")
 
     compact = commands.add_parser(
@@ -116,11 +131,18 @@ def build_parser(
         "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
     )
     serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
+    _sandbox_option(serve)
     bridge = commands.add_parser(
         "acp", help="an Agent Client Protocol agent on stdio (editors, CI)", description=ACP
     )
     bridge.add_argument(
         "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
+    )
+    _sandbox_option(bridge)
+    commands.add_parser(
+        "sandbox-check",
+        help="whether bash can run sandboxed here (bubblewrap), and why not",
+        description=SANDBOX_CHECK,
     )
     for command in plugin_commands:
         added = commands.add_parser(
@@ -142,6 +164,20 @@ def _model_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible endpoint")
 
+
+def _sandbox_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--sandbox",
+        choices=("workspace", "off"),
+        help="workspace: bash may write only the working directory and a private /tmp, with "
+        "no network (bubblewrap); default: workspace where it works (HARNESS_SANDBOX)",
+    )
+
+
+SANDBOX_CHECK: Final = """\
+Report whether bash can run sandboxed here (`--sandbox workspace`: bubblewrap with the working
+directory and a private /tmp writable, everything else read-only, no network) and, if not, why.
+Exit status 0 when it works, 1 when it does not."""
 
 RUN: Final = """\
 Run one turn: the model answers PROMPT, calling tools as it goes, until it answers without a

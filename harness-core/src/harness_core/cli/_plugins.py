@@ -15,7 +15,7 @@ from ..hosts import one_line
 from ..plugins import PluginRecord
 from ._app import App
 
-__all__ = ["plugins"]
+__all__ = ["plugins", "sandbox_check"]
 
 
 def plugins(args: Namespace) -> int:
@@ -50,3 +50,17 @@ def _describe(record: PluginRecord, commands: list[str]) -> list[str]:
     if record.fix:
         lines.append(f"  fix: {one_line(record.fix, width=2000)}")
     return lines
+
+
+def sandbox_check(args: Namespace) -> int:
+    """One line: whether `--sandbox workspace` works here, and why not."""
+    from ..tools import sandbox
+
+    app = App()
+    why = sandbox.probe(app.settings.sandbox_network)
+    if why is not None:
+        print(f"sandbox: unavailable: {why}")
+        return 1
+    network = "with network" if app.settings.sandbox_network else "no network"
+    print(f"sandbox: workspace works here (bubblewrap; {network})")
+    return 0

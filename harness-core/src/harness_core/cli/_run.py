@@ -28,6 +28,7 @@ def run(args: Namespace) -> int:
     app = App()
     prompt = _prompt(args.prompt)
     model = app.model(args.model, args.base_url)  # before the session: a bad spec leaves none
+    app.use_sandbox(args.sandbox)
     with app.writer(args.session) as log:
         view = session_view(
             app, log, json_lines=args.json, echo_prompt=True, resumed=args.session is not None
@@ -108,6 +109,7 @@ _RECODE: Final = "convert it first, e.g. iconv -f latin1 -t utf-8"
 def chat(args: Namespace) -> int:
     app = App()
     model = app.model(args.model, args.base_url)
+    app.use_sandbox(args.sandbox)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     with (
         app.writer(args.session) as log,

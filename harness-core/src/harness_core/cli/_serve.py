@@ -25,6 +25,7 @@ def serve(args: Namespace) -> int:
     from ..web import Hub, WebRuntime, create_app
 
     app = App()
+    app.use_sandbox(args.sandbox)
     default = args.model or app.settings.model
     runtime = WebRuntime(
         store=app.store,

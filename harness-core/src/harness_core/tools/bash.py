@@ -17,6 +17,7 @@ from anyio.abc import Process
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import secret
+from . import sandbox
 from ._tool import ExecContext, Tool, ToolResult
 
 __all__ = ["BashArgs", "BashTool", "OutputCapture"]
@@ -121,13 +122,13 @@ class BashTool(Tool[BashArgs]):
 
 
 async def _spawn(command: str, cwd: str) -> Process:
-    """Start `bash -c command` as the leader of a new process group."""
+    """Start `bash -c command` as the leader of a new process group, in the sandbox."""
     # Shielded: a cancel landing while asyncio still wires up the pipes would kill only the
     # shell and orphan its children. Once the caller holds the process, its `finally` ends
     # the whole group whatever happens.
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
-            ["bash", "-c", command],
+            sandbox.current().wrap(["bash", "-c", command], cwd),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

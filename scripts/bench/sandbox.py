@@ -1,0 +1,65 @@
+"""The workspace sandbox's added cost per bash call: `true` through the bash tool, both ways.
+
+    uv run python scripts/bench/sandbox.py            # 200 calls per side, 5 rounds
+    uv run python scripts/bench/sandbox.py --quick    # 50 calls per side, 3 rounds
+
+Each call is the whole tool call a model's `bash` makes (spawn, read, reap, kill the group),
+with the sandbox `off` and then `workspace` (bubblewrap: mount, PID and network namespaces).
+The rounds alternate the two sides because the machine is shared; each side's figure is the
+median per-call time over the rounds. Goal: workspace within 1.5x of off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from typing import Final
+
+import anyio
+from harness_core.tools import ExecContext
+from harness_core.tools import sandbox as sandbox_module
+from harness_core.tools.bash import BashArgs, BashTool
+from harness_core.tools.sandbox import Sandbox, probe
+
+GOAL: Final = 1.5
+
+
+async def per_call(mode: str, calls: int) -> float:
+    """Mean seconds per `true` call under `mode`."""
+    sandbox_module.install(Sandbox("workspace" if mode == "workspace" else "off"))
+    tool, args, context = BashTool(), BashArgs(command="true"), ExecContext()
+    started = time.perf_counter()
+    for _ in range(calls):
+        result = await tool.execute(args, context)
+        assert not result.is_error, result.text
+    return (time.perf_counter() - started) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    options = parser.parse_args()
+    calls, rounds = (50, 3) if options.quick else (200, 5)
+    why = probe()
+    if why is not None:
+        raise SystemExit(f"sandbox.py: the sandbox does not work here: {why}")
+    times: dict[str, list[float]] = {"off": [], "workspace": []}
+    with tempfile.TemporaryDirectory() as workdir:
+        os.chdir(workdir)  # a call with no agent runs in the process's working directory
+        for _ in range(rounds):
+            for mode in times:
+                times[mode].append(anyio.run(per_call, mode, calls))
+    off, sandboxed = (statistics.median(times[m]) for m in ("off", "workspace"))
+    ratio = sandboxed / off
+    verdict = "ok" if ratio <= GOAL else "over"
+    print(f"bash `true`, {calls} calls x {rounds} rounds (median per call)")
+    print(f"  sandbox off:       {off * 1000:7.2f} ms")
+    print(f"  sandbox workspace: {sandboxed * 1000:7.2f} ms")
+    print(f"  ratio: {ratio:.2f}x (goal <= {GOAL}x: {verdict})")
+
+
+if __name__ == "__main__":
+    main()

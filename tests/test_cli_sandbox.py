@@ -1,0 +1,130 @@
+"""`--sandbox` on the commands that run tools: precedence, the default, the one-line failure
+and warning, `harness sandbox-check`, and a subagent's bash in its parent's sandbox."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from harness_core.tools.sandbox import probe
+from test_cli_support import bash_call, one_error_line, run_cli, session_ids, write_script
+
+UNAVAILABLE = probe()
+needs_bwrap = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no sandbox: {UNAVAILABLE}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    return tmp_path / "ws"
+
+
+def escape_script(workspace: Path, *, via_subagent: bool = False) -> str:
+    """A turn whose bash writes one file inside the workspace and one outside it."""
+    command = f"echo x > {workspace.parent / 'outside' / 'pwned'}; echo y > inside"
+    steps: list[dict[str, object]] = [{"tool_calls": [bash_call(command)]}, {"text": "done"}]
+    if via_subagent:
+        subagent = {"name": "subagent", "arguments": {"task": "write the files"}}
+        steps = [{"tool_calls": [subagent]}, *steps, {"text": "parent done"}]
+    return write_script(workspace.parent / "script.json", steps)
+
+
+def escaped(workspace: Path) -> bool:
+    assert (workspace / "inside").read_text() == "y\n"  # the workspace itself stays writable
+    return (workspace.parent / "outside" / "pwned").exists()
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("flag", "env", "config", "blocked"),
+    [
+        ([], None, None, True),  # the default where bubblewrap works
+        (["--sandbox", "off"], None, None, False),
+        (["--sandbox", "workspace"], "off", None, True),  # the flag beats the environment
+        ([], "workspace", "off", True),  # the environment beats the config file
+        ([], None, "off", False),
+    ],
+)
+def test_run_writes_outside_the_workspace_only_with_the_sandbox_off(
+    workspace: Path,
+    harness_home: Path,
+    flag: list[str],
+    env: str | None,
+    config: str | None,
+    blocked: bool,
+) -> None:
+    """--sandbox wins over HARNESS_SANDBOX, which wins over `sandbox` in config.toml."""
+    if config is not None:
+        harness_home.mkdir(exist_ok=True)
+        (harness_home / "config.toml").write_text(f'sandbox = "{config}"\n')
+    model = escape_script(workspace)
+    result = run_cli(
+        "run", *flag, "--model", model, "go", cwd=workspace, env={"HARNESS_SANDBOX": env}
+    )
+    assert result.returncode == 0, result.stderr
+    assert escaped(workspace) is not blocked
+    assert result.stderr == ""
+
+
+@needs_bwrap
+def test_a_subagent_runs_in_its_parents_sandbox(workspace: Path, harness_home: Path) -> None:
+    """The child session's bash cannot write outside the workspace either."""
+    result = run_cli(
+        "run", "--model", escape_script(workspace, via_subagent=True), "go", cwd=workspace
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(session_ids(harness_home)) == 2
+    assert not escaped(workspace)
+
+
+@pytest.fixture
+def no_bwrap(tmp_path: Path) -> dict[str, str | None]:
+    """An environment whose PATH has bash and nothing else: no bubblewrap."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    bash = shutil.which("bash")
+    assert bash is not None
+    (bin_dir / "bash").symlink_to(bash)
+    return {"PATH": str(bin_dir), "HARNESS_SANDBOX": None}
+
+
+def test_explicit_workspace_without_bubblewrap_is_one_error(
+    workspace: Path, harness_home: Path, no_bwrap: dict[str, str | None]
+) -> None:
+    """Asked for and impossible: one error line naming the fix, and no session is made."""
+    model = escape_script(workspace)
+    result = run_cli("run", "--sandbox", "workspace", "--model", model, "go", env=no_bwrap)
+    line = one_error_line(result)
+    assert "--sandbox workspace cannot run" in line and "apt-get install bubblewrap" in line
+    assert session_ids(harness_home) == []
+
+
+def test_the_default_without_bubblewrap_warns_once_and_runs(
+    workspace: Path, harness_home: Path, no_bwrap: dict[str, str | None]
+) -> None:
+    """Not asked for: one warning line, and bash runs unsandboxed (the write lands)."""
+    model = escape_script(workspace)
+    result = run_cli("run", "--model", model, "go", cwd=workspace, env=no_bwrap)
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("harness: warning: sandbox off: bubblewrap (bwrap) is not installed")
+    assert escaped(workspace)
+
+
+def test_sandbox_check_says_why_not(harness_home: Path, no_bwrap: dict[str, str | None]) -> None:
+    """Without bubblewrap: exit 1 and the reason on one line."""
+    result = run_cli("sandbox-check", env=no_bwrap)
+    assert result.returncode == 1
+    assert result.stdout.startswith("sandbox: unavailable: bubblewrap (bwrap) is not installed")
+
+
+@needs_bwrap
+def test_sandbox_check_says_it_works(harness_home: Path) -> None:
+    """Where bubblewrap runs: exit 0 and one line saying so."""
+    result = run_cli("sandbox-check")
+    assert (result.returncode, result.stdout) == (
+        0,
+        "sandbox: workspace works here (bubblewrap; no network)\n",
+    )
