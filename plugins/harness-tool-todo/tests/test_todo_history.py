@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
+import pytest
 from harness_core.log import Event
 from harness_core.loop import Agent
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
-from harness_tool_todo.projections import Change, Todo, diff, plan_history
+from harness_tool_todo.projections import Change, Plan, Todo, diff, plan_history
 from todo_helpers import open_turn, raw
 
 
@@ -195,3 +198,39 @@ def test_rewordings_are_paired_up_to_exactly_the_pairing_budget() -> None:
     old = todos(*[(f"Check module {i} carefully", PEND) for i in range(50)])
     new = todos(*[(f"Check module {i} very carefully", PEND) for i in range(50)])
     assert [c.kind for c in diff(old, new)] == ["reworded"] * 50
+
+
+def test_a_rewording_pairs_with_the_most_alike_old_task() -> None:
+    """Two vanished tasks both resemble the new one: the closer wording wins."""
+    old = todos(("Fix the lexer", PEND), ("Fix the parser bug", PEND))
+    new = todos(("Fix the parser bugs", PEND))
+    assert described(old, new) == [
+        'reworded "Fix the parser bug" -> "Fix the parser bugs"',
+        'dropped unfinished "Fix the lexer"',
+    ]
+
+
+def test_equally_alike_old_tasks_pair_by_nearest_position() -> None:
+    """Both old wordings contain the new one: the task at the nearest position is the one."""
+    old = todos(("Run the tests now", PEND), ("Read", DONE), ("Run the tests later", PEND))
+    new = todos(("Read", DONE), ("Extra", PEND), ("Run the tests", PEND))
+    assert described(old, new) == [
+        'added "Extra"',
+        'reworded "Run the tests later" -> "Run the tests"',
+        'dropped unfinished "Run the tests now"',
+    ]
+
+
+def _write_event(items: tuple[Todo, ...]) -> Event:
+    data = {"todos": [{"content": t.content, "status": t.status} for t in items]}
+    return Event(1, "todo/write", "2026-01-01T00:00:00.000Z", data, 1)
+
+
+def test_the_projections_are_immutable_values() -> None:
+    """A host cannot change what another host reads: every projection value is frozen."""
+    (revision,) = plan_history([_write_event(todos(("a", PEND)))])
+    values = [revision, revision.todos[0], Change("added", "a"), Plan((), standing=False)]
+    for value in values:
+        field = next(iter(value.__dataclass_fields__))
+        with pytest.raises(FrozenInstanceError):
+            setattr(value, field, None)

@@ -18,6 +18,7 @@ from harness_tool_todo import (
 )
 from harness_tool_todo._render import plan_line
 from harness_tool_todo.projections import Todo, current_todos
+from pydantic import ValidationError
 from todo_helpers import Call, NewAgent, raw, todo_events
 
 INVALID_ARGS = "Error: invalid arguments for todo_write: "
@@ -378,6 +379,13 @@ def test_a_tool_built_without_settings_allows_one_task_in_progress() -> None:
     assert TodoWriteTool().validate(two) == (
         "Error: invalid todos: at most one task may be in_progress, got 2"
     )
+
+
+def test_a_validated_item_cannot_be_changed_afterwards() -> None:
+    """Items are frozen: the list validated is the list written, whoever holds a reference."""
+    todo = TodoItem(content="a", status="pending")
+    with pytest.raises(ValidationError, match="frozen"):
+        todo.status = "completed"  # type: ignore[misc]
 
 
 def test_todo_write_is_log_only_and_runs_alone() -> None:
