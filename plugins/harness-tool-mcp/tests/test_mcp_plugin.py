@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import harness_tool_mcp
 import mcp_types as types
 import pytest
@@ -119,7 +122,7 @@ async def test_tools_register_as_server__tool_non_strict_and_calls_work(load: An
     names = [n for n in registry.names() if n.startswith("tiny__")]
     assert names == sorted(
         f"tiny__{t}"
-        for t in ("echo", "add", "weird_name", "fail", "crash", "environment", "starts")
+        for t in ("echo", "add", "weird_name", "fail", "crash", "environment", "pid", "starts")
     )
     sent = {s["function"]["name"]: s["function"] for s in registry.schemas()}
     assert sent["tiny__add"]["strict"] is False and sent["bash"]["strict"] is True
@@ -173,3 +176,13 @@ async def test_a_server_that_never_starts_is_reported_once_and_others_work(
     assert "cannot open the database" in warnings[0]
     assert not [n for n in registry.names() if n.startswith("broken__")]
     assert (await call(registry, "tiny__echo", '{"text": "ok"}')).text == "ok"
+
+
+async def test_a_server_that_died_between_calls_is_started_by_the_next_call(load: Any) -> None:
+    """Killed while idle, the server is started again and the next call succeeds."""
+    _, registry = load({"tiny": server()})
+    first = await call(registry, "tiny__pid", "{}")
+    os.kill(int(first.text), signal.SIGKILL)
+    await anyio.sleep(1)  # the connection's reader sees the end of the pipe
+    again = await call(registry, "tiny__pid", "{}")
+    assert not again.is_error and again.text != first.text

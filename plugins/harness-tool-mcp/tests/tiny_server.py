@@ -53,6 +53,12 @@ def environment(name: str) -> str:
 
 
 @server.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
+
+
+@server.tool()
 def starts() -> int:
     """How many times this server has started (counted in TINY_COUNTER's file)."""
     return int(Path(os.environ["TINY_COUNTER"]).read_text())
