@@ -71,12 +71,12 @@ def test_a_failed_compaction_is_one_line_and_leaves_the_log_as_it_was(
     assert path.read_bytes() == before
 
 
-def test_a_session_too_short_to_compact_is_refused(tmp_path: Path, harness_home: Path) -> None:
-    """Nothing before the kept tail: refused before any model call."""
-    script = write_script(tmp_path / "hi.json", [{"text": "Hi."}])
-    assert run_cli("run", "--model", script, "Hello.").returncode == 0
+def test_a_session_with_nothing_to_compact_is_refused(tmp_path: Path, harness_home: Path) -> None:
+    """A session without a turn (a chat left at once): refused before any model call."""
+    script = write_script(tmp_path / "none.json", [])
+    assert run_cli("chat", "--model", script, input="").returncode == 0
     (session,) = session_ids(harness_home)
-    result = run_cli("compact", session, "--model", write_script(tmp_path / "s.json", []))
+    result = run_cli("compact", session, "--model", script)
     assert result.returncode == 1
     assert "nothing to compact" in one_error_line(result)
 

@@ -19,7 +19,7 @@ WriteTurn = Callable[[SessionLog, str], int]
 
 def _compact(log: SessionLog, keep: int, summary: str = "the summary") -> ContextCompact:
     """Append a compaction of everything but the last `keep` messages, inside a turn."""
-    span = log.projection.compaction_range(keep)
+    span = log.projection.compaction_range(keep, log.events[-1].seq)
     assert span is not None
     payload = ContextCompact(
         summary=summary, first_seq=span.first_seq, last_seq=span.last_seq, model="m"
@@ -59,11 +59,27 @@ def test_the_kept_tail_never_starts_with_a_tool_result(
         log_turn(log, "one")
         log_turn(log, "two")
         messages = log.projection.request_messages()
-        span = log.projection.compaction_range(keep=2)  # answer + second result
+        span = log.projection.compaction_range(2, log.events[-1].seq)  # answer + a result
         assert span is not None
         kept = messages[span.messages :]
     assert kept[0]["role"] == "assistant" and kept[0]["tool_calls"]
     assert [m["role"] for m in kept] == ["assistant", "tool", "tool", "assistant"]
+
+
+def test_keeping_nothing_replaces_everything_through_the_last_event(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A compaction by hand: the system prompt, then only the summary; the span ends at `through`."""
+    with log_store.create(system_prompt="sys") as log:
+        log_turn(log, "one")
+        last = log.events[-1].seq
+        payload = _compact(log, keep=0)
+        messages = log.projection.request_messages()
+    assert (payload.first_seq, payload.last_seq) == (1, last)
+    assert messages == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": f"{SUMMARY_HEADER}\n\nthe summary"},
+    ]
 
 
 def test_a_second_compaction_replaces_the_first_summary(

@@ -179,17 +179,32 @@ async def test_by_hand_compaction_gets_its_own_turn(store: SessionStore, host: P
     assert new[2].data == {"status": "completed", "error": None}
 
 
-async def test_by_hand_compaction_of_a_short_session_is_refused(
+async def test_by_hand_compaction_of_an_empty_session_is_refused(
     store: SessionStore, host: PluginHost
 ) -> None:
-    """Nothing before the kept tail: a one-line refusal, nothing appended, no model call."""
-    model = MeteredModel([{"text": "Hi."}])
+    """Nothing but the system prompt: a one-line refusal, nothing appended, no model call."""
+    model = MeteredModel([])
     agent = agent_for(store, host, model)
-    await agent.run_turn("Hello.")
-    events = len(agent.session.events)
     with pytest.raises(NothingToCompact, match="nothing to compact"):
         await agent.compact()
-    assert len(agent.session.events) == events
+    assert [e.type for e in agent.session.events] == ["session/start"]
+    assert model.requests == []
+
+
+async def test_by_hand_compaction_summarizes_everything_and_the_next_turn_starts_there(
+    store: SessionStore, host: PluginHost
+) -> None:
+    """One short turn is enough: the next request is the system prompt, summary, new prompt."""
+    model = MeteredModel([{"text": "Hi."}, {"text": "They said hello."}, {"text": "Again."}])
+    agent = agent_for(store, host, model)
+    await agent.run_turn("Hello.")
+    assert await agent.compact() == 4  # turn/start, message/user, message/assistant, turn/end
+    await agent.run_turn("Once more.")
+    assert model.requests[-1] == [
+        {"role": "system", "content": "You test."},
+        {"role": "user", "content": f"{SUMMARY_HEADER}\n\nThey said hello."},
+        {"role": "user", "content": "Once more."},
+    ]
 
 
 async def refused_as_too_long(

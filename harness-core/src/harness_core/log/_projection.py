@@ -133,14 +133,14 @@ class MessageProjection:
             return self._messages
         return self._messages + [_interrupted(call_id) for call_id in self._pending]
 
-    def compaction_range(self, keep: int) -> CompactionRange | None:
+    def compaction_range(self, keep: int, through: int) -> CompactionRange | None:
         """The span a compaction keeping the last `keep` messages would replace, or None.
 
+        `through` is the log's last seq: with nothing kept (`keep=0`) the span runs to it.
         The span starts after session/start (whose system prompt stays), so a newer
         compaction replaces an older one's summary too. The kept tail never starts with a
-        tool result: the cut
-        moves back to the assistant message that made the call. None while a call is open
-        or when nothing before the tail is left to replace.
+        tool result: the cut moves back to the assistant message that made the call. None
+        while a call is open or when nothing before the tail is left to replace.
         """
         self.catch_up()
         if self._pending:
@@ -148,13 +148,14 @@ class MessageProjection:
         origins, messages = self._origins, self._messages
         head = bisect_right(origins, 0)  # the session/start messages
         cut = max(head, len(messages) - keep)
-        while cut > head and messages[cut]["role"] == "tool":
+        while head < cut < len(messages) and messages[cut]["role"] == "tool":
             cut -= 1
         if cut <= head:
             return None
         # Everything after session/start up to the kept tail, turn marks and plugin events
         # included: the span is a prefix of the log, whatever earlier compactions covered.
-        return CompactionRange(1, origins[cut] - 1, cut)
+        last = origins[cut] - 1 if cut < len(messages) else through
+        return CompactionRange(1, last, cut)
 
     def _fold(self, event: Event) -> None:
         kind = event.type

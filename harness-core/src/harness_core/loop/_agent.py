@@ -48,7 +48,7 @@ from ..models import (
     ResponseToolCall,
 )
 from ..tools import ChildOutcome, ExecContext, ToolRegistry, ToolResult
-from ._compact import CompactionPolicy, request_summary
+from ._compact import BY_HAND_KEEP, CompactionPolicy, request_summary
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -212,7 +212,8 @@ class Agent:
     async def compact(self) -> int | None:
         """Compact the session by hand, between turns: how many events it summarized.
 
-        The compaction gets a turn of its own (every event sits inside a turn), appended only
+        It summarizes the whole history (the next turn starts from the summary). The
+        compaction gets a turn of its own (every event sits inside a turn), appended only
         once the summary is in: a failure (ModelError, NothingToCompact) appends nothing, and
         so does `cancel()`, which makes this return None.
         """
@@ -221,9 +222,7 @@ class Agent:
         with self._observed(), anyio.CancelScope() as self._scope:
             self._compacting = True
             try:
-                payload = await request_summary(
-                    self.session, self.model, self.tools, self.compaction.keep
-                )
+                payload = await request_summary(self.session, self.model, self.tools, BY_HAND_KEEP)
             finally:
                 self._compacting = False
             last = self.session.latest(("turn/start",))

@@ -1,6 +1,6 @@
 """Compaction: the session's own model summarizes a prefix of its history, on the log.
 
-    span     = projection.compaction_range(keep)      the prefix before the kept tail
+    span     = projection.compaction_range(keep, ..)  the prefix before the kept tail
     request  = messages[:span] + SUMMARY_PROMPT       the session's model, like any step
     append     context/compact {summary, first_seq, last_seq, model}
 
@@ -20,6 +20,7 @@ from ..models import Model, ModelError
 from ..tools import ToolRegistry
 
 __all__ = [
+    "BY_HAND_KEEP",
     "DEFAULT_COMPACT_AT",
     "DEFAULT_KEEP",
     "SUMMARY_PROMPT",
@@ -38,7 +39,10 @@ work stands and what the next step is. Be specific and brief: you will continue 
 summary alone."""
 
 DEFAULT_COMPACT_AT: Final = 0.8  # of the context window, in the last request's prompt tokens
-DEFAULT_KEEP: Final = 4  # trailing messages kept verbatim after the summary
+DEFAULT_KEEP: Final = 4  # trailing messages a turn's compaction keeps verbatim
+# A compaction by hand runs between turns and summarizes everything: the next turn starts
+# from the summary (and the plan), as a user who asks for it expects.
+BY_HAND_KEEP: Final = 0
 
 
 class NothingToCompact(ModelError):
@@ -67,12 +71,12 @@ class CompactionPolicy:
 async def request_summary(
     session: SessionLog, model: Model, tools: ToolRegistry, keep: int
 ) -> ContextCompact:
-    """Ask `model` to summarize all but the last `keep` messages; append nothing.
+    """Ask `model` to summarize all but the last `keep` messages (0: all); append nothing.
 
     Raises NothingToCompact, or ModelError when the model fails or answers with anything
     but text (a scripted model must answer with a `text` step).
     """
-    span = session.projection.compaction_range(keep)
+    span = session.projection.compaction_range(keep, session.events[-1].seq)
     if span is None:
         raise NothingToCompact(f"session {session.session_id} has nothing to compact yet")
     prefix = session.projection.request_messages()[: span.messages]
