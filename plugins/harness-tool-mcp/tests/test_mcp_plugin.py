@@ -122,7 +122,17 @@ async def test_tools_register_as_server__tool_non_strict_and_calls_work(load: An
     names = [n for n in registry.names() if n.startswith("tiny__")]
     assert names == sorted(
         f"tiny__{t}"
-        for t in ("echo", "add", "weird_name", "fail", "crash", "environment", "pid", "starts")
+        for t in (
+            "echo",
+            "add",
+            "weird_name",
+            "fail",
+            "crash",
+            "environment",
+            "pid",
+            "slow",
+            "starts",
+        )
     )
     sent = {s["function"]["name"]: s["function"] for s in registry.schemas()}
     assert sent["tiny__add"]["strict"] is False and sent["bash"]["strict"] is True
@@ -186,3 +196,27 @@ async def test_a_server_that_died_between_calls_is_started_by_the_next_call(load
     await anyio.sleep(1)  # the connection's reader sees the end of the pipe
     again = await call(registry, "tiny__pid", "{}")
     assert not again.is_error and again.text != first.text
+
+
+async def test_a_call_past_its_timeout_is_an_error_and_the_server_keeps_running(
+    load: Any,
+) -> None:
+    """`timeout` bounds each call; the next call is served by the same process."""
+    _, registry = load({"tiny": server(timeout=1)})
+    before = await call(registry, "tiny__pid", "{}")
+    late = await call(registry, "tiny__slow", '{"seconds": 30}')
+    assert late.is_error and late.text == "Error: tiny__slow timed out: no answer within 1 s"
+    assert (await call(registry, "tiny__pid", "{}")).text == before.text
+
+
+async def test_cancelling_a_call_cancels_it_on_the_server(load: Any, tmp_path: Path) -> None:
+    """A cancelled call (a cancelled turn) sends MCP cancellation: the server's handler stops."""
+    marker = tmp_path / "marker"
+    _, registry = load({"tiny": server(env=["TINY_MARKER"])}, TINY_MARKER=str(marker))
+    with anyio.move_on_after(2):
+        await call(registry, "tiny__slow", '{"seconds": 60}')
+    deadline = anyio.current_time() + 20
+    # Another process writes the file: there is no event to wait on, so poll it.
+    while not marker.exists() and anyio.current_time() < deadline:  # noqa: ASYNC110
+        await anyio.sleep(0.1)
+    assert marker.read_text() == "cancelled"

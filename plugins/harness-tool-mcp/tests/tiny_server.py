@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
@@ -50,6 +51,18 @@ def crash() -> str:
 def environment(name: str) -> str:
     """The value of an environment variable, or <unset>."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleeps; a cancelled call writes "cancelled" to the file TINY_MARKER names."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        # Synchronous on purpose: a cancelled handler cannot await anything more.
+        Path(os.environ["TINY_MARKER"]).write_text("cancelled")  # noqa: ASYNC240
+        raise
+    return "slept"
 
 
 @server.tool()
