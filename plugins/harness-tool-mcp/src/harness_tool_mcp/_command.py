@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 from argparse import ArgumentParser, Namespace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from harness_core.config import Config, ConfigError
 from harness_core.hosts import Command, CommandContext, CommandError
 
-from ._config import McpConfig
 from ._naming import tool_name
-from ._server import Server
-from ._start import start_servers
+
+if TYPE_CHECKING:  # the SDK and pydantic load only when the command runs: the CLI imports
+    from ._server import Server  # this module for every command it parses (harness todos too)
 
 __all__ = ["MCP"]
 
@@ -28,6 +28,9 @@ def _configure(parser: ArgumentParser) -> None:
 
 
 def _run(args: Namespace, ctx: CommandContext) -> int:
+    from ._config import McpConfig
+    from ._start import start_servers
+
     try:
         config = Config.load(ctx.home).plugin("mcp").parse(McpConfig)
     except ConfigError as exc:
