@@ -12,6 +12,7 @@ from harness_tool_todo import (
     DESCRIPTION,
     TodoItem,
     TodoWriteArgs,
+    TodoWritePayload,
     TodoWriteTool,
     render_checklist,
     render_markdown,
@@ -386,6 +387,9 @@ def test_a_validated_item_cannot_be_changed_afterwards() -> None:
     todo = TodoItem(content="a", status="pending")
     with pytest.raises(ValidationError, match="frozen"):
         todo.status = "completed"  # type: ignore[misc]
+    payload = TodoWritePayload(todos=(todo,))
+    with pytest.raises(ValidationError, match="frozen"):
+        payload.todos = ()  # type: ignore[misc]
 
 
 def test_todo_write_is_log_only_and_runs_alone() -> None:
