@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -110,3 +111,59 @@ def test_an_http_server_on_loopback(http_server: str, harness_home: Path) -> Non
     assert result.returncode == 0, result.stdout + result.stderr
     (server,) = json.loads(result.stdout)["servers"]
     assert server["state"] == "ready" and "web__echo" in server["tools"]
+
+
+EVERYTHING_VERSION = "2026.8.31"
+
+
+@pytest.fixture(scope="session")
+def everything() -> str:
+    """The reference server @modelcontextprotocol/server-everything, installed once from npm."""
+    prefix = Path.home() / ".cache" / "harness-tests" / f"server-everything-{EVERYTHING_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "mcp-server-everything"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: the reference MCP server test needs it")
+        package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+        installed = subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if installed.returncode != 0 or not binary.exists():
+            pytest.skip(f"npm could not install {package}: {installed.stderr.strip()[-300:]}")
+    return str(binary)
+
+
+def test_the_reference_server_through_a_scripted_turn(
+    everything: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """server-everything's tools: text, a sum, an image described in one line, no model key."""
+    configure(
+        harness_home,
+        f'[plugins.mcp.servers.everything]\ncommand = {json.dumps(everything)}\nargs = ["stdio"]\n',
+    )
+    calls = [
+        ("everything__echo", {"message": "hello"}),
+        ("everything__get-sum", {"a": 2, "b": 3}),
+        ("everything__get-tiny-image", {}),
+        ("everything__get-env", {}),
+        ("everything__get-sum", {"a": "two"}),
+    ]
+    steps = [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls]
+    script = write_script(tmp_path / "s.json", [*steps, {"text": "Done."}])
+    result = run_cli(
+        "run", "--model", script, "go", env={"OPENAI_API_KEY": "sk-kept-here"}, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    (session,) = session_ids(harness_home)
+    results = [e["data"] for e in read_events(harness_home, session) if e["type"] == "tool/result"]
+    echo, total, image, environment, bad = results
+    assert "hello" in echo["text"] and "5" in total["text"]
+    assert "[image: image/png, about" in image["text"] and "not shown" in image["text"]
+    assert "PATH" in environment["text"]  # it does show its environment
+    assert "sk-kept-here" not in environment["text"] and "OPENAI_API_KEY" not in environment["text"]
+    assert bad["is_error"] and "Error: invalid arguments for everything__get-sum" in bad["text"]
