@@ -107,3 +107,14 @@ def test_fold_ignores_the_in_progress_policy() -> None:
     events = [event(data)]
     assert [t.content for t in current_todos(events)] == ["a", "b", "c"]
     assert standing_plan(events).standing is True
+
+
+def test_only_a_turn_start_ends_the_standing_plan() -> None:
+    """Other events after the write, whatever their type's name, leave the plan standing."""
+    written = Event(3, "todo/write", "t", {"todos": [{"content": "a", "status": "pending"}]}, 1)
+    later = [
+        Event(4, kind, "t", {}, 1)
+        for kind in ("message/assistant", "turn/end", "usage/report", "web/note", "zz/last")
+    ]
+    assert standing_plan([written, *later]) == Plan((Todo("a", "pending"),), True, 3)
+    assert standing_plan([written, *later, Event(9, "turn/start", "t", {}, 2)]).standing is False
