@@ -102,10 +102,6 @@ class Server:
         tail = self.stderr_tail()
         return f"; its stderr ends with:\n{tail}" if tail else ""
 
-    async def stop(self) -> None:
-        if self._session is not None:
-            self._drop(self._session)
-
     def _drop(self, session: ClientSession) -> None:
         if self._session is session:
             self._session = None
