@@ -191,6 +191,8 @@ def mutations(
         elif kind in ("duplicate", "drop", "swap"):
             lines = _lines(bytes(data))
             first = 1 if floor else 0
+            if len(lines) <= first:
+                continue  # only the protected header is left: no line to move
             i = draw(st.integers(first, max(len(lines) - 1, first)))
             j = draw(st.integers(first, max(len(lines) - 1, first)))
             if kind == "duplicate":
