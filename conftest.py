@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,17 @@ def harness_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HARNESS_CONFIG", raising=False)
     monkeypatch.delenv("HARNESS_MODEL", raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def process_wide_state() -> Iterator[None]:
+    """A test that runs the CLI in-process installs the sandbox and the secrets the way a
+    `harness` process does, once for the process. Back to the defaults after every test (a
+    module-scoped fixture may have installed them before this one ran), so no later test's
+    tools run inside another test's sandbox, whose private /tmp hides tmp_path."""
+    yield
+    from harness_core import secret
+    from harness_core.tools import sandbox
+
+    sandbox.install(sandbox.Sandbox())
+    secret._installed = None
