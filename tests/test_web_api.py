@@ -15,8 +15,8 @@ import pytest
 from harness_core.log import SessionStore
 from harness_core.plugins import PluginHost
 from harness_core.testing.openai_server import OpenAIServer, reply, tool_call
-from test_cli_support import bash_call, todo_call
-from web_support import Served, serve, sse_events, write_script_file
+from test_cli_support import bash_call, todo_call, write_script
+from web_support import Served, serve, sse_events
 
 PLAN_AND_ANSWER = [
     {"text": "Planning.", "tool_calls": [todo_call(("Look", "in_progress"), ("Tell", "pending"))]},
@@ -29,7 +29,7 @@ PLAN_AND_ANSWER = [
 
 @pytest.fixture
 def served(tmp_path: Path, harness_home: Path) -> Served:
-    model = write_script_file(tmp_path / "script.json", PLAN_AND_ANSWER)
+    model = write_script(tmp_path / "script.json", PLAN_AND_ANSWER)
     with serve(harness_home, "--model", model) as server:
         yield server  # type: ignore[misc]
 
@@ -127,7 +127,7 @@ def test_prompts_sent_while_a_turn_runs_queue_in_order_and_cancel_stops_one(
     tmp_path: Path, harness_home: Path
 ) -> None:
     """A second and third prompt queue (positions 1, 2); cancel ends the running turn."""
-    model = write_script_file(
+    model = write_script(
         tmp_path / "slow.json",
         [{"tool_calls": [bash_call("sleep 30")]}, {"text": "second"}, {"text": "third"}],
     )

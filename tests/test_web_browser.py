@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli_support import bash_call, todo_call
-from web_support import Served, free_port, serve, write_script_file
+from test_cli_support import bash_call, todo_call, write_script
+from web_support import Served, free_port, serve
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -82,7 +82,7 @@ def test_the_plan_panel_fills_in_live_collapses_and_clears_at_the_next_turn(
     """TodoRow summary and state, the docked panel, its live update, collapse across a reload,
     and the panel leaving when the next turn starts."""
     expect = playwright_api.expect
-    model = write_script_file(tmp_path / "plan.json", PLAN)
+    model = write_script(tmp_path / "plan.json", PLAN)
     with serve(harness_home, "--model", model) as served, served.client() as client:
         session = client.post("/api/sessions", json={}).json()["id"]
         open_session(page, served, session)
@@ -152,7 +152,7 @@ def test_model_and_tool_text_is_never_run_as_html(
 ) -> None:
     """A hostile task name, tool output and assistant text show as text and run nothing."""
     expect = playwright_api.expect
-    model = write_script_file(tmp_path / "hostile.json", HOSTILE_SCRIPT)
+    model = write_script(tmp_path / "hostile.json", HOSTILE_SCRIPT)
     with serve(harness_home, "--model", model) as served, served.client() as client:
         session = client.post("/api/sessions", json={}).json()["id"]
         open_session(page, served, session)
@@ -174,7 +174,7 @@ def test_without_the_todo_plugin_the_page_works_and_shows_no_panel(
 ) -> None:
     """HARNESS_DISABLE_PLUGINS=todo: the conversation renders; no dock panel appears."""
     expect = playwright_api.expect
-    model = write_script_file(tmp_path / "plain.json", [{"text": "Hello there."}])
+    model = write_script(tmp_path / "plain.json", [{"text": "Hello there."}])
     env = {"HARNESS_DISABLE_PLUGINS": "todo"}
     with serve(harness_home, "--model", model, env=env) as served, served.client() as client:
         session = client.post("/api/sessions", json={}).json()["id"]
@@ -192,7 +192,7 @@ def test_the_page_catches_up_after_a_server_restart_without_a_reload(
     """The server stops and starts again on its port: the open page reconnects and shows the
     next turn, with nothing shown twice."""
     expect = playwright_api.expect
-    model = write_script_file(
+    model = write_script(
         tmp_path / "two.json", [{"text": "First answer."}, {"text": "Second answer."}]
     )
     port, env = free_port(), {"HARNESS_WEB_TOKEN": "fixed-token-for-the-test"}
@@ -205,7 +205,7 @@ def test_the_page_catches_up_after_a_server_restart_without_a_reload(
         send(page, "one")
         answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
         expect(answers).to_have_text(["First answer."], timeout=15000)
-    second = write_script_file(tmp_path / "second.json", [{"text": "After the restart."}])
+    second = write_script(tmp_path / "second.json", [{"text": "After the restart."}])
     with (
         serve(harness_home, "--model", second, env=env, port=port) as served,
         served.client() as client,

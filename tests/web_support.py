@@ -107,12 +107,7 @@ def sse_events(response: httpx.Response, *, until: int) -> list[dict[str, Any]]:
     return received
 
 
-def write_script_file(path: Path, steps: list[dict[str, Any]]) -> str:
-    path.write_text(json.dumps({"steps": steps}), encoding="utf-8")
-    return f"scripted:{path}"
-
-
-__all__ = ["Served", "free_port", "serve", "sse_events", "write_script_file"]
+__all__ = ["Served", "free_port", "serve", "sse_events"]
 
 
 def free_port() -> int:
