@@ -9,16 +9,14 @@ metadata (entry-point group `harness.commands`, `NAME = "<plugin name>"`).
 from __future__ import annotations
 
 import logging
-from typing import Final
 
 from .._entry_points import entry_points
 from ..hosts import Command
 from ._app import App, CliError, guarded, install_log_handler
-from ._parser import CORE_COMMANDS, build_parser
+from ._parser import COMMANDS_GROUP, CORE_COMMANDS, build_parser
 
 __all__ = ["COMMANDS_GROUP", "plugin_commands", "run_plugin_command"]
 
-COMMANDS_GROUP: Final = "harness.commands"
 
 logger = logging.getLogger("harness.cli")
 

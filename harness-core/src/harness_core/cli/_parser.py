@@ -11,8 +11,10 @@ from .._version import __version__
 if TYPE_CHECKING:
     from ..hosts import Command
 
-__all__ = ["CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
+__all__ = ["COMMANDS_GROUP", "CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
 
+# The entry-point group where a distribution may declare the commands its plugin adds.
+COMMANDS_GROUP: Final = "harness.commands"
 CORE_COMMANDS: Final = frozenset(
     {
         "run",
@@ -61,7 +63,7 @@ def declared_commands() -> list[tuple[str, str]]:
     """
     from .._entry_points import entry_points
 
-    declared = {(ep.name, ep.dist) for ep in entry_points("harness.commands")}
+    declared = {(ep.name, ep.dist) for ep in entry_points(COMMANDS_GROUP)}
     return sorted(d for d in declared if d[0] not in CORE_COMMANDS)
 
 

@@ -80,8 +80,8 @@ def plain_strip(todos: Sequence[Todo], limit: int = STRIP_ITEMS) -> list[str]:
     return ["".join(part.text for part in line) for line in strip_lines(todos, limit)]
 
 
-class PlanStrip:
-    """The terminal strip (`harness_terminal_strip`): the standing plan, pinned."""
+class _StandingPlan:
+    """The one fold both host views read: strip and snapshot differ only in what they show."""
 
     __slots__ = ("fold",)
 
@@ -90,22 +90,22 @@ class PlanStrip:
 
     def apply(self, event: Event) -> bool:
         return self.fold.apply(event)
+
+
+class PlanStrip(_StandingPlan):
+    """The terminal strip (`harness_terminal_strip`): the standing plan, pinned."""
+
+    __slots__ = ()
 
     def lines(self) -> list[StripLine]:
         return strip_lines(self.fold.todos) if self.fold.standing else []
 
 
-class PlanSnapshot:
+class PlanSnapshot(_StandingPlan):
     """The snapshot fields (`harness_snapshot_fields`): `{"todos": [...]}`, the standing plan
     computed from the whole log, `[]` when none stands. Content is verbatim."""
 
-    __slots__ = ("fold",)
-
-    def __init__(self) -> None:
-        self.fold = PlanFold()
-
-    def apply(self, event: Event) -> bool:
-        return self.fold.apply(event)
+    __slots__ = ()
 
     def fields(self) -> dict[str, Any]:
         todos = self.fold.todos if self.fold.standing else ()
