@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+import anyio
 import pytest
+from harness_core.plugins import ProviderTools
 from harness_core.tools import (
     ExecContext,
+    Preparation,
     RawArguments,
     SchemaError,
     Tool,
@@ -188,3 +191,74 @@ def test_an_invalid_own_schema_is_refused_at_registration() -> None:
     """A schema jsonschema cannot use fails the registration, naming the tool."""
     with pytest.raises(SchemaError, match="remote: its JSON schema is invalid"):
         ToolRegistry().register(RemoteTool({"type": "object", "required": 3}), provider="mcp")
+
+
+async def test_deferred_tools_register_when_the_registry_is_readied(registry: ToolRegistry) -> None:
+    """A deferred registration runs at the next `ready` (before a model request), once."""
+    runs: list[int] = []
+
+    async def start() -> None:
+        runs.append(1)
+        registry.register(RemoteTool(OPEN_SCHEMA), provider="mcp")
+
+    registry.defer(start, provider="mcp")
+    assert registry.names() == ["plan"]
+    await registry.ready()
+    await registry.ready()
+    assert registry.names() == ["plan", "remote"] and runs == [1]
+
+
+async def test_a_failing_preparation_is_logged_and_the_next_still_runs(
+    registry: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One provider's failure is a warning naming it; what others deferred still registers."""
+
+    async def broken() -> None:
+        raise OSError("no such server")
+
+    async def start() -> None:
+        registry.register(RemoteTool(OPEN_SCHEMA), provider="mcp")
+
+    registry.defer(broken, provider="flaky")
+    registry.defer(start, provider="mcp")
+    await registry.ready()
+    assert "remote" in registry.names()
+    assert "tools from flaky were not prepared: no such server" in caplog.text
+
+
+async def test_a_session_registry_adds_its_own_tools_to_its_base(registry: ToolRegistry) -> None:
+    """Its tools and the base's, including the base's later ones; the base never sees its own."""
+    session = ToolRegistry(base=registry)
+    session.register(RemoteTool(OPEN_SCHEMA), provider="client")
+    with pytest.raises(ToolNameConflict, match="collides with the one from 'planner'"):
+        session.register(PlanTool(), provider="client")
+    registry.defer(_register_later(registry), provider="late")
+    await session.ready()  # readies the base too
+    assert session.names() == ["later", "plan", "remote"]
+    assert registry.names() == ["later", "plan"]
+    assert [s["function"]["name"] for s in session.schemas()] == session.names()
+    ok = await session.execute("remote", '{"path": "a"}', ExecContext())
+    assert ok.data == {"path": "a"} and session.provider("plan") == "planner"
+
+
+def test_an_unloaded_plugins_deferred_registration_never_runs() -> None:
+    """ProviderTools: after dispose_all (unload, reload) a deferred registration is dropped."""
+    registry = ToolRegistry()
+    tools = ProviderTools(registry, provider="mcp")
+
+    async def start() -> None:
+        tools.register(RemoteTool(OPEN_SCHEMA))
+
+    tools.defer(start)
+    tools.dispose_all()
+    anyio.run(registry.ready)
+    assert registry.names() == []
+
+
+def _register_later(registry: ToolRegistry) -> Preparation:
+    async def register() -> None:
+        later = RemoteTool(OPEN_SCHEMA)
+        later.name = "later"
+        registry.register(later, provider="late")
+
+    return register

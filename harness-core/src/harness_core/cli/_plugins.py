@@ -11,6 +11,8 @@ import json
 import sys
 from argparse import Namespace
 
+import anyio
+
 from ..hosts import one_line
 from ..plugins import PluginRecord
 from ._app import App
@@ -21,6 +23,9 @@ __all__ = ["plugins", "sandbox_check"]
 def plugins(args: Namespace) -> int:
     app = App()
     records = app.host.finish_loading()  # every phase, so a failing tool registration shows
+    # and the tools a plugin registers only before a session's first model request (an MCP
+    # plugin starts its servers then): this command lists every tool a session would get.
+    anyio.run(app.host.tools.ready)
     commands: dict[str, list[str]] = {}
     for plugin, command in app.host.hooks.cli_commands():
         commands.setdefault(plugin, []).append(command.name)

@@ -328,6 +328,9 @@ class Agent:
             return await self._respond()
 
     async def _respond(self) -> ModelResponse:
+        # Tools that come late or change (MCP servers start, announce a new list) land now,
+        # so this request carries the set the next call will find.
+        await self.tools.ready()
         return await self.model.respond(
             self.session.projection.request_messages(),
             self.tools.schemas(),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the tools package loads with the host's tools phase
     from ..config import PluginConfig
-    from ..tools import Disposer, Tool, ToolRegistry
+    from ..tools import Disposer, Preparation, Tool, ToolRegistry
 
 __all__ = ["PluginContext", "ProviderTools", "ServiceNotInjected"]
 
@@ -17,24 +18,46 @@ class ServiceNotInjected(AttributeError):
 
 
 class ProviderTools:
-    """`ctx.tools`: registers on the host registry as this plugin, remembering disposers."""
+    """`ctx.tools`: registers on the host registry as this plugin, remembering disposers.
+
+    `names` stays current as registrations come and go (deferred ones, re-registrations), and
+    once the plugin is unloaded its deferred registrations no longer run.
+    """
 
     def __init__(self, registry: ToolRegistry, provider: str) -> None:
         self._registry = registry
         self._provider = provider
+        self._disposed = False
         self.disposers: list[Disposer] = []
         self.names: list[str] = []
 
     def register(self, tool: Tool[Any]) -> Disposer:
         dispose = self._registry.register(tool, provider=self._provider)
-        self.disposers.append(dispose)
+
+        def dispose_this() -> None:
+            dispose()
+            with suppress(ValueError):
+                self.disposers.remove(dispose_this)
+            with suppress(ValueError):
+                self.names.remove(tool.name)
+
+        self.disposers.append(dispose_this)
         self.names.append(tool.name)
-        return dispose
+        return dispose_this
+
+    def defer(self, prepare: Preparation) -> None:
+        """Run `prepare` before the next model request; see `ToolRegistry.defer`."""
+
+        async def unless_unloaded() -> None:
+            if not self._disposed:
+                await prepare()
+
+        self._registry.defer(unless_unloaded, provider=self._provider)
 
     def dispose_all(self) -> None:
+        self._disposed = True
         while self.disposers:
-            self.disposers.pop()()
-        self.names.clear()
+            self.disposers[-1]()
 
 
 class PluginContext:

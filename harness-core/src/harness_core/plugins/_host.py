@@ -415,7 +415,9 @@ class PluginHost:
                 f"harness_register_tools raised {type(exc).__name__}: {exc}",
                 "fix the plugin's tool registration (see the traceback with HARNESS_DEBUG=1)",
             ) from exc
-        self.records[name].tools = list(loaded.tools.names)
+        # The same list: tools a plugin registers later (deferred, see ToolRegistry.defer)
+        # show in its record too.
+        self.records[name].tools = loaded.tools.names
 
     def _services(self, name: str, tools: ProviderTools) -> dict[str, object]:
         try:

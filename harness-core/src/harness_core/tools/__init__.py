@@ -1,7 +1,7 @@
 """Tools: the base class, strict schemas, and the registry every call goes through."""
 
 from ._caller import CallingAgent, ChildOutcome
-from ._registry import Disposer, RegisteredTool, ToolNameConflict, ToolRegistry
+from ._registry import Disposer, Preparation, RegisteredTool, ToolNameConflict, ToolRegistry
 from ._schema import SchemaError, strict_schema
 from ._tool import ExecContext, RawArguments, Tool, ToolResult
 
@@ -10,6 +10,7 @@ __all__ = [
     "ChildOutcome",
     "Disposer",
     "ExecContext",
+    "Preparation",
     "RawArguments",
     "RegisteredTool",
     "SchemaError",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,11 +14,12 @@ from pydantic import BaseModel, ValidationError
 from ._schema import SchemaError, strict_schema
 from ._tool import ExecContext, RawArguments, Tool, ToolResult
 
-__all__ = ["Disposer", "RegisteredTool", "ToolNameConflict", "ToolRegistry"]
+__all__ = ["Disposer", "Preparation", "RegisteredTool", "ToolNameConflict", "ToolRegistry"]
 
 logger = logging.getLogger("harness.tools")
 
 Disposer = Callable[[], None]
+Preparation = Callable[[], Awaitable[None]]
 
 
 class ToolNameConflict(ValueError):
@@ -38,14 +40,56 @@ class RegisteredTool:
 
 
 class ToolRegistry:
-    """Tools by name, each remembering which plugin provided it."""
+    """Tools by name, each remembering which plugin provided it.
 
-    def __init__(self) -> None:
+    A registry made with a `base` (one session's, beside the host's) holds its own tools and
+    sees the base's as they change; a name may be registered on one of the two only.
+    """
+
+    def __init__(self, base: ToolRegistry | None = None) -> None:
         self._tools: dict[str, RegisteredTool] = {}
+        self._base = base
+        # deque: appended from any thread (an MCP server's connection), run on the agent's loop
+        self._deferred: deque[tuple[Preparation, str]] = deque()
+        self._preparing: Any = None  # an anyio.Lock, made on the loop that first needs it
+
+    def defer(self, prepare: Preparation, *, provider: str) -> None:
+        """Run `prepare` before the next model request (`ready`); callable from any thread.
+
+        For tools that come late or change: a source that starts only when a session first
+        needs it, or that announces a new set of tools from its own thread. `prepare`
+        registers and disposes on this registry from the agent's loop, where nothing is
+        reading it at the same time.
+        """
+        self._deferred.append((prepare, provider))
+
+    async def ready(self) -> None:
+        """Run what was deferred, in order; the agent awaits this before each model request.
+
+        A preparation that raises is logged with its provider, and the others still run. A
+        cancelled one (the turn was cancelled while a server started) stays first in line.
+        """
+        if self._base is not None:
+            await self._base.ready()
+        if not self._deferred:
+            return
+        import anyio  # only registries with deferred tools (MCP servers) pay for the import
+
+        self._preparing = self._preparing or anyio.Lock()
+        # A second agent on the same loop waits here for the tools the first is preparing.
+        async with self._preparing:
+            while self._deferred:
+                prepare, provider = self._deferred[0]
+                try:
+                    await prepare()
+                except Exception as exc:
+                    logger.warning("tools from %s were not prepared: %s", provider, exc)
+                    logger.debug("preparing tools from %s failed", provider, exc_info=True)
+                self._deferred.popleft()
 
     def register(self, tool: Tool[Any], *, provider: str) -> Disposer:
         """Add `tool`; the returned disposer removes exactly this registration."""
-        existing = self._tools.get(tool.name)
+        existing = self._entry(tool.name)
         if existing is not None:
             raise ToolNameConflict(
                 f"tool {tool.name!r} from {provider!r} collides with the one from "
@@ -65,35 +109,45 @@ class ToolRegistry:
 
         return dispose
 
-    def get(self, name: str) -> Tool[Any] | None:
+    def _entry(self, name: str) -> RegisteredTool | None:
         entry = self._tools.get(name)
+        if entry is None and self._base is not None:
+            return self._base._entry(name)
+        return entry
+
+    def get(self, name: str) -> Tool[Any] | None:
+        entry = self._entry(name)
         return entry.tool if entry is not None else None
 
     def provider(self, name: str) -> str | None:
-        entry = self._tools.get(name)
+        entry = self._entry(name)
         return entry.provider if entry is not None else None
 
     def names(self) -> list[str]:
-        return sorted(self._tools)
+        if self._base is None:
+            return sorted(self._tools)
+        return sorted({*self._tools, *self._base.names()})
 
     def schemas(self) -> list[dict[str, Any]]:
         """The `tools` parameter of a chat completion request, in name order."""
+        entries = [(name, self._entry(name)) for name in self.names()]
         return [
             {
                 "type": "function",
                 "function": {
                     "name": name,
-                    "description": self._tools[name].tool.description,
-                    "parameters": self._tools[name].schema,
-                    "strict": self._tools[name].strict,
+                    "description": entry.tool.description,
+                    "parameters": entry.schema,
+                    "strict": entry.strict,
                 },
             }
-            for name in self.names()
+            for name, entry in entries
+            if entry is not None
         ]
 
     def parse(self, name: str, raw_arguments: str) -> tuple[Tool[Any], BaseModel] | ToolResult:
         """The tool and its validated arguments, or the error result the model should see."""
-        entry = self._tools.get(name)
+        entry = self._entry(name)
         if entry is None:
             available = ", ".join(self.names()) or "none"
             return ToolResult(
