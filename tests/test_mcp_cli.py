@@ -71,6 +71,45 @@ def test_a_scripted_turn_calls_an_mcp_tool(tmp_path: Path, harness_home: Path) -
     assert results[1]["is_error"] and "'b' is a required property" in results[1]["text"]
 
 
+def test_a_tool_list_change_reaches_the_next_model_request(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """After notifications/tools/list_changed the new tool is offered and called; once removed
+    it is gone from the next request and a call to it is an unknown-tool error."""
+    configure(harness_home, stdio("tiny"))
+    steps = [
+        {"tool_calls": [{"name": "tiny__grow", "arguments": {}}]},
+        {"tool_calls": [{"name": "tiny__extra", "arguments": {"text": "hi"}}]},
+        {"tool_calls": [{"name": "tiny__shrink", "arguments": {}}]},
+        {"tool_calls": [{"name": "tiny__extra", "arguments": {"text": "again"}}]},
+        {"text": "Done."},
+    ]
+    result = run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "go", timeout=120)
+    assert result.returncode == 0, result.stderr
+    (session,) = session_ids(harness_home)
+    results = [e["data"] for e in read_events(harness_home, session) if e["type"] == "tool/result"]
+    grown, extra, shrunk, gone = results
+    assert (grown["text"], extra["text"], shrunk["text"]) == ("grown", "extra: hi", "shrunk")
+    assert not extra.get("is_error")
+    assert gone["is_error"] and gone["text"].startswith('Error: unknown tool "tiny__extra"')
+
+
+def test_commands_that_read_sessions_start_no_server(tmp_path: Path, harness_home: Path) -> None:
+    """`run` starts the configured server; `show`, `events` and `todos` on its session don't."""
+    counter = tmp_path / "starts"
+    configure(harness_home, stdio("tiny") + 'env = ["TINY_COUNTER"]\n')
+    env = {"TINY_COUNTER": str(counter)}
+    steps = [{"tool_calls": [{"name": "tiny__starts", "arguments": {}}]}, {"text": "Done."}]
+    script = write_script(tmp_path / "s.json", steps)
+    assert run_cli("run", "--model", script, "go", env=env, timeout=120).returncode == 0
+    assert counter.read_text() == "1"
+    counter.unlink()
+    (session,) = session_ids(harness_home)
+    for command in ("show", "events", "todos"):
+        assert run_cli(command, session, env=env, timeout=120).returncode == 0
+    assert not counter.exists()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -91,7 +91,7 @@ def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Load the plugin into a host configured with the given servers; stop them after."""
     registries: list[ToolRegistry] = []
 
-    def make(servers: dict[str, Any], **env: str) -> tuple[PluginHost, ToolRegistry]:
+    async def make(servers: dict[str, Any], **env: str) -> tuple[PluginHost, ToolRegistry]:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         host = PluginHost(Config({"plugins": {"mcp": {"servers": servers}}}, env={}))
@@ -99,6 +99,7 @@ def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         record = host.add(harness_tool_mcp, dist="harness-tool-mcp")
         registries.append(host.tools)
         assert record.status == "loaded", record.describe()
+        await host.tools.ready()  # what the agent awaits before its first model request
         return host, host.tools
 
     yield make
@@ -118,7 +119,7 @@ async def call(registry: ToolRegistry, name: str, arguments: str) -> Any:
 
 async def test_tools_register_as_server__tool_non_strict_and_calls_work(load: Any) -> None:
     """Every tool is NAME__T with the server's schema, strict off; text, data and errors pass."""
-    _, registry = load({"tiny": server()})
+    _, registry = await load({"tiny": server()})
     names = [n for n in registry.names() if n.startswith("tiny__")]
     assert names == sorted(
         f"tiny__{t}"
@@ -132,6 +133,8 @@ async def test_tools_register_as_server__tool_non_strict_and_calls_work(load: An
             "pid",
             "slow",
             "starts",
+            "grow",
+            "shrink",
         )
     )
     sent = {s["function"]["name"]: s["function"] for s in registry.schemas()}
@@ -147,7 +150,7 @@ async def test_tools_register_as_server__tool_non_strict_and_calls_work(load: An
 
 async def test_arguments_that_break_the_schema_are_an_error_before_the_call(load: Any) -> None:
     """A missing or mistyped argument is an error result naming it; the server is not called."""
-    _, registry = load({"tiny": server()})
+    _, registry = await load({"tiny": server()})
     result = await call(registry, "tiny__add", '{"a": "two"}')
     assert result.is_error
     assert "'b' is a required property" in result.text
@@ -157,7 +160,7 @@ async def test_arguments_that_break_the_schema_are_an_error_before_the_call(load
 async def test_a_server_sees_only_the_environment_it_is_given(load: Any) -> None:
     """A listed variable passes through; a model key in harness's environment does not."""
     servers = {"tiny": server(env=["TINY_SHARED"])}
-    _, registry = load(servers, TINY_SHARED="yes", OPENAI_API_KEY="sk-secret")
+    _, registry = await load(servers, TINY_SHARED="yes", OPENAI_API_KEY="sk-secret")
     shared = await call(registry, "tiny__environment", '{"name": "TINY_SHARED"}')
     secret = await call(registry, "tiny__environment", '{"name": "OPENAI_API_KEY"}')
     assert (shared.text, secret.text) == ("yes", "<unset>")
@@ -168,7 +171,7 @@ async def test_a_server_that_crashes_mid_call_is_an_error_then_restarts(
 ) -> None:
     """The crashing call's result is an error; the next call starts the server again."""
     counter = tmp_path / "starts"
-    _, registry = load({"tiny": server(env=["TINY_COUNTER"])}, TINY_COUNTER=str(counter))
+    _, registry = await load({"tiny": server(env=["TINY_COUNTER"])}, TINY_COUNTER=str(counter))
     crashed = await call(registry, "tiny__crash", "{}")
     assert crashed.is_error and "is not running" in crashed.text and "next call" in crashed.text
     again = await call(registry, "tiny__starts", "{}")
@@ -179,7 +182,7 @@ async def test_a_server_that_never_starts_is_reported_once_and_others_work(
     load: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The failure is one warning with the stderr tail; the good server's tools register."""
-    _, registry = load({"broken": server("--fail"), "tiny": server()})
+    _, registry = await load({"broken": server("--fail"), "tiny": server()})
     warnings = [r.getMessage() for r in caplog.records if "broken" in r.getMessage()]
     assert len(warnings) == 1
     assert "failed to start: it exited before it was ready" in warnings[0]
@@ -190,7 +193,7 @@ async def test_a_server_that_never_starts_is_reported_once_and_others_work(
 
 async def test_a_server_that_died_between_calls_is_started_by_the_next_call(load: Any) -> None:
     """Killed while idle, the server is started again and the next call succeeds."""
-    _, registry = load({"tiny": server()})
+    _, registry = await load({"tiny": server()})
     first = await call(registry, "tiny__pid", "{}")
     os.kill(int(first.text), signal.SIGKILL)
     await anyio.sleep(1)  # the connection's reader sees the end of the pipe
@@ -202,7 +205,7 @@ async def test_a_call_past_its_timeout_is_an_error_and_the_server_keeps_running(
     load: Any,
 ) -> None:
     """`timeout` bounds each call; the next call is served by the same process."""
-    _, registry = load({"tiny": server(timeout=1)})
+    _, registry = await load({"tiny": server(timeout=1)})
     before = await call(registry, "tiny__pid", "{}")
     late = await call(registry, "tiny__slow", '{"seconds": 30}')
     assert late.is_error and late.text == "Error: tiny__slow timed out: no answer within 1 s"
@@ -212,7 +215,7 @@ async def test_a_call_past_its_timeout_is_an_error_and_the_server_keeps_running(
 async def test_cancelling_a_call_cancels_it_on_the_server(load: Any, tmp_path: Path) -> None:
     """A cancelled call (a cancelled turn) sends MCP cancellation: the server's handler stops."""
     marker = tmp_path / "marker"
-    _, registry = load({"tiny": server(env=["TINY_MARKER"])}, TINY_MARKER=str(marker))
+    _, registry = await load({"tiny": server(env=["TINY_MARKER"])}, TINY_MARKER=str(marker))
     with anyio.move_on_after(2):
         await call(registry, "tiny__slow", '{"seconds": 60}')
     deadline = anyio.current_time() + 20

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
 
 server = MCPServer("tiny", log_level="ERROR")
@@ -75,6 +75,27 @@ def pid() -> int:
 def starts() -> int:
     """How many times this server has started (counted in TINY_COUNTER's file)."""
     return int(Path(os.environ["TINY_COUNTER"]).read_text())
+
+
+def extra(text: str) -> str:
+    """A tool that exists only between grow and shrink."""
+    return f"extra: {text}"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `extra` and sends notifications/tools/list_changed."""
+    server.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
+async def shrink(ctx: Context) -> str:
+    """Removes the tool `extra` and sends notifications/tools/list_changed."""
+    server.remove_tool("extra")
+    await ctx.session.send_tool_list_changed()
+    return "shrunk"
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """harness-tool-mcp: Model Context Protocol servers' tools on the harness tool registry.
 
 A namespace plugin: `name`, `inject` and hook implementations. Each server configured under
-`[plugins.mcp.servers.NAME]` is started the first time a session needs tools (the host's
-tools phase), all in parallel; its tools register as `NAME__TOOL`, sent non-strict with the
-server's own JSON schema, which the registry checks before each call. `harness mcp` lists the
-servers, their state and their tools.
+`[plugins.mcp.servers.NAME]` is started before a session's first model request (a deferred
+registration, see `ToolRegistry.defer`), all in parallel; its tools register as `NAME__TOOL`,
+sent non-strict with the server's own JSON schema, which the registry checks before each call,
+and are registered again when the server says they changed. `harness mcp` lists the servers,
+their state and their tools.
 
 The module stays light: the hooks import the SDK only when called, so `harness --help` and the
 query commands do not pay for it.
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from harness_core.hosts import Command
     from harness_core.plugins import PluginContext
 
+    from ._start import ServerTools
+
 __all__ = ["harness_cli_commands", "harness_register_tools", "inject", "name"]
 
 name = "mcp"
@@ -32,28 +35,23 @@ inject = ("tools", "config", "logger")
 def harness_register_tools(ctx: PluginContext) -> None:
     from ._config import McpConfig
 
-    config = ctx.config.parse(McpConfig)
+    config = ctx.config.parse(McpConfig)  # a bad table fails the load, before any session
     if not config.servers:
-        return  # before the SDK's import: without servers the plugin costs next to nothing
-    from harness_core.tools import SchemaError
+        return
 
-    from ._start import start_servers
-    from ._tool import McpTool
+    servers: ServerTools | None = None
 
-    for server in start_servers(config, os.environ):
-        if server.state != "ready":
-            # Reported once, here; the other servers' tools register regardless.
-            ctx.logger.warning(
-                "MCP server %r failed to start: %s%s",
-                server.name,
-                server.error,
-                server.stderr_note(),
-            )
-        for tool in server.tools:
-            try:
-                ctx.tools.register(McpTool(server, tool))
-            except SchemaError as exc:
-                ctx.logger.warning("MCP server %r: tool skipped: %s", server.name, exc)
+    async def start() -> None:
+        # The SDK loads, and the servers start, before a session's first model request: a
+        # command that only reads sessions (show, events, todos) starts none. A start
+        # cancelled half way runs again on the same servers.
+        nonlocal servers
+        from ._start import ServerTools
+
+        servers = servers or ServerTools(config.servers, os.environ, ctx.tools, ctx.logger)
+        await servers.start()
+
+    ctx.tools.defer(start)
 
 
 @hookimpl

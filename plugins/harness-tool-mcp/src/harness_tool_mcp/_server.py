@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Final, Literal
 
@@ -54,6 +54,8 @@ class Server:
         self._session: ClientSession | None = None
         self._stop: anyio.Event | None = None
         self._lock: anyio.Lock | None = None
+        # Told (on the runtime's thread) when the server sends notifications/tools/list_changed.
+        self.on_tools_changed: Callable[[Server], None] | None = None
 
     async def ensure(self) -> ClientSession:
         """The live session, (re)starting the server if it is not running."""
@@ -73,6 +75,10 @@ class Server:
         """Start and list tools; a failure is recorded in `state` and `error`, not raised."""
         with suppress(ServerGone):
             await self.ensure()
+
+    async def relist(self) -> None:
+        """Read the server's tools again (after it said they changed)."""
+        self.tools = await _list_tools(await self.ensure())
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Call `tool`; a dead connection is dropped (the next call restarts) and raised."""
@@ -127,11 +133,20 @@ class Server:
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[ClientSession]:
-        async with self._transport() as (read, write), ClientSession(read, write) as session:
+        async with (
+            self._transport() as (read, write),
+            ClientSession(read, write, message_handler=self._on_message) as session,
+        ):
             with anyio.fail_after(STARTUP_TIMEOUT):
                 await session.initialize()
                 self.tools = await _list_tools(session)
             yield session
+
+    async def _on_message(self, message: object) -> None:
+        # The SDK starts this as the notification arrives, ahead of the answer to the call
+        # that changed the tools: the re-listing is queued before the model is asked again.
+        if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed:
+            self.on_tools_changed(self)
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
