@@ -101,6 +101,9 @@ class _CountingReader:
         position: int = self._handle.seek(offset, whence)
         return position
 
+    def fileno(self) -> int:
+        return self._handle.fileno()  # reads through it are counted by `os.preadv`
+
     def __enter__(self) -> _CountingReader:
         return self
 
@@ -110,10 +113,12 @@ class _CountingReader:
 
 @pytest.fixture
 def log_bytes_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Bytes read per file through `Path.open(..., "rb")` or `os.fdopen(fd, "rb")`."""
+    """Bytes read per file through `Path.open(..., "rb")`, `os.fdopen(fd, "rb")` or
+    `os.preadv`."""
     counts: dict[str, int] = {}
     real_open = Path.open
     real_fdopen = os.fdopen
+    real_preadv = os.preadv
 
     def counting_open(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         handle = real_open(self, mode, *args, **kwargs)
@@ -124,6 +129,13 @@ def log_bytes_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         handle = real_fdopen(fd, mode, *args, **kwargs)
         return _CountingReader(handle, counts, name) if mode == "rb" else handle
 
+    def counting_preadv(fd: int, buffers: Any, offset: int, *args: Any) -> int:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        got: int = real_preadv(fd, buffers, offset, *args)
+        counts[name] = counts.get(name, 0) + got
+        return got
+
     monkeypatch.setattr(Path, "open", counting_open)
     monkeypatch.setattr(os, "fdopen", counting_fdopen)
+    monkeypatch.setattr(os, "preadv", counting_preadv)
     return counts

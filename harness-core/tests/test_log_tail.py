@@ -16,6 +16,8 @@ from harness_core.log import (
     find_latest,
     last_event,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 WriteTurn = Callable[[SessionLog, str], int]
@@ -119,6 +121,39 @@ def test_lines_longer_than_a_read_block(log_store: SessionStore) -> None:
     assert find_latest(log.path, ("test/note",)) == big
     found = find_latest(log.path, ("turn/start",))
     assert found is not None and found.seq == 1
+
+
+# A file of whole lines (events of two types, of any length up to a few read blocks, and lines
+# that are not events) and maybe a torn tail: what a forward read of it would make of it.
+file_lines = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["test/note", "turn/start"]), st.integers(0, 20_000)),
+        st.sampled_from([b"", b"not json", b'{"seq":"x","type":"test/note"}']),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lines=file_lines, torn=st.sampled_from([b"", b'{"seq":99,"type":"test/note"']))
+def test_tail_queries_agree_with_a_forward_read(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[tuple[str, int] | bytes], torn: bytes
+) -> None:
+    """find_latest and last_event give what a forward read of the whole file gives."""
+    events: list[Event] = []
+    encoded = []
+    for item in lines:
+        if isinstance(item, bytes):
+            encoded.append(item + b"\n")
+            continue
+        kind, length = item
+        events.append(Event(len(events), kind, "t", {"text": "x" * length}))
+        encoded.append(line_of(events[-1]))
+    path = tmp_path_factory.mktemp("tail") / "s.jsonl"
+    path.write_bytes(b"".join(encoded) + torn)
+    notes = [e for e in events if e.type == "test/note"]
+    assert find_latest(path, ("test/note",)) == (notes[-1] if notes else None)
+    assert last_event(path) == (events[-1] if events else None)
 
 
 def test_type_names_needing_escapes_are_found(log_store: SessionStore) -> None:

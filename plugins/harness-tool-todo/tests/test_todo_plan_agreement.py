@@ -22,9 +22,15 @@ writes = st.lists(
     max_size=4,
     unique_by=lambda item: item[0],
 )
-# One step of a session: open a new turn, write a list, or say something (no plan change).
+# One step of a session: open a new turn, write a list, or say something (no plan change);
+# what is said is up to a few blocks of the tail query's reads long, so the query's runs of
+# lines start and end anywhere in a line.
 steps = st.lists(
-    st.one_of(st.just(("turn",)), writes.map(lambda w: ("write", w)), st.just(("say",))),
+    st.one_of(
+        st.just(("turn",)),
+        writes.map(lambda w: ("write", w)),
+        st.integers(0, 12_000).map(lambda length: ("say", length)),
+    ),
     max_size=12,
 )
 
@@ -50,7 +56,9 @@ def test_every_reading_of_the_standing_plan_agrees(
                 todos = [{"content": c, "status": s} for c, s in step[1]]  # type: ignore[union-attr]
                 log.append("todo/write", {"todos": todos}, turn=turn)
             elif step[0] == "say":
-                log.append("message/user", {"text": "hi"}, turn=turn)
+                length = step[1]
+                assert isinstance(length, int)
+                log.append("message/user", {"text": "hi " * (length // 3)}, turn=turn)
         log.commit()
         fold = PlanFold.replay(log.events)
         strip, snapshot = PlanStrip(), PlanSnapshot()

@@ -24,20 +24,26 @@ __all__ = ["find_latest", "last_event", "last_event_in"]
 _FIRST_BLOCK = 4 * 1024
 _MAX_BLOCK = 1024 * 1024
 
+# A run of whole lines, newest first: `buffer[lo:hi]`, the lines joined by newlines.
+Run = tuple[bytearray, int, int]
+
 
 def find_latest(path: Path, types: Collection[str]) -> Event | None:
     """The newest well-formed event whose type is in `types` (or is `types`, a str), or None."""
     # A bare str is one type name, not a collection of characters to test membership in.
     types = frozenset((types,) if isinstance(types, str) else types)
     markers = _type_markers(types)
-    with os.fdopen(open_regular(path), "rb") as handle:
-        for line in _marked_lines_backwards(handle, markers):
+    fd = open_regular(path)
+    try:
+        for line in _marked_lines_backwards(fd, markers):
             try:
                 event = decode_line(line)
             except EnvelopeError:
                 continue
             if event.type in types:  # the marker may sit in a payload: the envelope decides
                 return event
+    finally:
+        os.close(fd)
     return None
 
 
@@ -47,37 +53,20 @@ def _type_markers(types: frozenset[str]) -> tuple[bytes, ...]:
     return tuple({orjson.dumps(t) for t in types} | {json.dumps(t).encode() for t in types})
 
 
-def _marked_lines_backwards(handle: BinaryIO, markers: tuple[bytes, ...]) -> Iterator[bytes]:
+def _marked_lines_backwards(fd: int, markers: tuple[bytes, ...]) -> Iterator[bytes]:
     """Complete lines that contain one of `markers`, newest first, torn tail ignored.
 
     The plan query reads back over a whole session when the plan was written long ago: each
-    block is searched with `rfind` in C, and only lines holding a marker are split out and
+    run is searched with `rfind` in C, and only lines holding a marker are copied out and
     parsed, so the scan runs at the speed of reading the file.
     """
-    end = _last_newline(handle)
-    window = b""  # bytes [start, end): whole lines, after a partial first one if start > 0
-    start = end
-    block = _FIRST_BLOCK
-    while start > 0:
-        begin = max(0, start - block)
-        block = min(block * 2, _MAX_BLOCK)
-        handle.seek(begin)
-        window = handle.read(start - begin) + window
-        start = begin
-        # Lines after the window's first newline are whole; before it, a line may go on into
-        # the previous block, unless the window reaches the start of the file.
-        whole_from = 0
-        if start > 0:
-            whole_from = window.find(b"\n") + 1
-            if whole_from == 0:
-                continue  # a line longer than the window: read further back first
-        limit = len(window)
-        while (found := max(window.rfind(m, whole_from, limit) for m in markers)) >= 0:
-            line_start = window.rfind(b"\n", 0, found) + 1
-            line_end = window.find(b"\n", found)
-            yield window[line_start : line_end if line_end >= 0 else len(window)]
-            limit = line_start
-        window = window[: max(whole_from - 1, 0)]  # the partial line, completed next round
+    for buffer, lo, hi in _runs_backwards(fd):
+        limit = hi
+        while (found := max(buffer.rfind(m, lo, limit) for m in markers)) >= 0:
+            start = buffer.rfind(b"\n", lo, found) + 1 or lo
+            end = buffer.find(b"\n", found, hi)
+            yield bytes(buffer[start : end if end >= 0 else hi])
+            limit = start
 
 
 def last_event(path: Path) -> Event | None:
@@ -88,42 +77,51 @@ def last_event(path: Path) -> Event | None:
 
 def last_event_in(handle: BinaryIO) -> Event | None:
     """`last_event` of a file already open (and checked to be a regular file)."""
-    for line in _lines_backwards(handle):
-        try:
-            return decode_line(line)
-        except EnvelopeError:
-            continue
+    for buffer, lo, hi in _runs_backwards(handle.fileno()):
+        for line in reversed(buffer[lo:hi].split(b"\n")):
+            if line:
+                try:
+                    return decode_line(bytes(line))
+                except EnvelopeError:
+                    continue
     return None
 
 
-def _lines_backwards(handle: BinaryIO) -> Iterator[bytes]:
-    """Complete lines, newest first; bytes after the last newline (a torn tail) are ignored."""
-    end = _last_newline(handle)
-    carry = b""
+def _runs_backwards(fd: int) -> Iterator[Run]:
+    """The file's complete lines in runs, newest first; bytes after the last newline (a torn
+    tail) are left out. One buffer is reused for every run (a fresh block per read would cost
+    more in page faults than the search itself), so a caller is done with a run before it
+    asks for the next."""
+    start = os.fstat(fd).st_size
+    buffer = bytearray()
+    carry = 0  # buffer[:carry]: the end of a line whose start is further back
     block = _FIRST_BLOCK
-    while end > 0:
-        start = max(0, end - block)
+    torn = True  # until the last newline is read, the bytes read are a torn tail
+    while start > 0:
+        size = min(block, start)
         block = min(block * 2, _MAX_BLOCK)
-        handle.seek(start)
-        lines = (handle.read(end - start) + carry).split(b"\n")
-        end = start
-        # The first piece may start mid-line unless the block reached the start of the file.
-        carry = lines.pop(0) if start > 0 else b""
-        for line in reversed(lines):
-            if line:
-                yield line
+        start -= size
+        if not _prepend_block(fd, buffer, start, size, carry):
+            return  # the file shrank while it was read: what is left of it is not a line
+        hi = size + carry
+        if torn:
+            hi = buffer.rfind(b"\n", 0, hi)
+            if hi < 0:
+                carry = 0
+                continue
+            torn = False
+        lo = buffer.find(b"\n", 0, hi) + 1 if start > 0 else 0
+        if lo == 0 and start > 0:
+            carry = hi  # a line longer than the buffer: read further back first
+            continue
+        yield buffer, lo, hi
+        carry = max(lo - 1, 0)
 
 
-def _last_newline(handle: BinaryIO) -> int:
-    """The offset of the file's last newline byte, or 0 when it has none."""
-    end = handle.seek(0, 2)
-    block = _FIRST_BLOCK
-    while end > 0:
-        start = max(0, end - block)
-        block = min(block * 2, _MAX_BLOCK)
-        handle.seek(start)
-        found = handle.read(end - start).rfind(b"\n")
-        if found >= 0:
-            return start + found
-        end = start
-    return 0
+def _prepend_block(fd: int, buffer: bytearray, offset: int, size: int, carry: int) -> bool:
+    """Make `buffer` hold the file's `size` bytes at `offset`, then its first `carry` bytes."""
+    if len(buffer) < size + carry:
+        buffer.extend(bytes(size + carry - len(buffer)))
+    buffer[size : size + carry] = buffer[:carry]
+    with memoryview(buffer) as view:
+        return os.preadv(fd, [view[:size]], offset) == size
