@@ -3,31 +3,64 @@
 The terminal, the web host and the ACP bridge read the same projections of the log, so a
 fix to a projection fixes every host. Plugins extend hosts through the host-side hooks with
 the shapes defined here.
+
+Names are imported on first use (PEP 562): a query command that needs `one_line` or
+`Command` does not pay for the conversation fold or the web dock's package resources.
 """
 
-from ._conversation import (
-    Change,
-    ChangeKind,
-    Conversation,
-    Entry,
-    RowState,
-    ToolRow,
-    TurnState,
-    compaction_line,
-)
-from ._extensions import (
-    Command,
-    CommandContext,
-    CommandError,
-    DockEntry,
-    SessionFold,
-    SnapshotFields,
-    StripLine,
-    Styled,
-    TerminalStrip,
-)
-from ._sanitize import LABEL_WIDTH, clean, one_line
-from ._snapshot import SessionSnapshot
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
+    from ._conversation import (
+        Change,
+        ChangeKind,
+        Conversation,
+        Entry,
+        RowState,
+        ToolRow,
+        TurnState,
+        compaction_line,
+    )
+    from ._extensions import (
+        Command,
+        CommandContext,
+        CommandError,
+        DockEntry,
+        SessionFold,
+        SnapshotFields,
+        StripLine,
+        Styled,
+        TerminalStrip,
+    )
+    from ._sanitize import LABEL_WIDTH, clean, one_line
+    from ._snapshot import SessionSnapshot
+
+_EXPORTS = {
+    "LABEL_WIDTH": "_sanitize",
+    "Change": "_conversation",
+    "ChangeKind": "_conversation",
+    "Command": "_extensions",
+    "CommandContext": "_extensions",
+    "CommandError": "_extensions",
+    "Conversation": "_conversation",
+    "DockEntry": "_extensions",
+    "Entry": "_conversation",
+    "RowState": "_conversation",
+    "SessionFold": "_extensions",
+    "SessionSnapshot": "_snapshot",
+    "SnapshotFields": "_extensions",
+    "StripLine": "_extensions",
+    "Styled": "_extensions",
+    "TerminalStrip": "_extensions",
+    "ToolRow": "_conversation",
+    "TurnState": "_conversation",
+    "clean": "_sanitize",
+    "compaction_line": "_conversation",
+    "one_line": "_sanitize",
+}
 
 __all__ = [
     "LABEL_WIDTH",
@@ -52,3 +85,12 @@ __all__ = [
     "compaction_line",
     "one_line",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness_core.hosts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"harness_core.hosts.{module}"), name)
+    globals()[name] = value
+    return value

@@ -20,12 +20,12 @@ import re
 from argparse import ArgumentParser, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from ..log import Event
 
 __all__ = [
@@ -151,6 +151,8 @@ class DockEntry:
 
     def resource(self) -> Traversable:
         """The module's file in the installed package; raises FileNotFoundError if absent."""
+        from importlib import resources  # the web host only: it costs a query command 5 ms
+
         found = resources.files(self.package).joinpath(self.module)
         if not found.is_file():
             raise FileNotFoundError(f"{self.package} has no {self.module}")
