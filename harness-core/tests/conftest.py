@@ -113,11 +113,12 @@ class _CountingReader:
 
 @pytest.fixture
 def log_bytes_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Bytes read per file through `Path.open(..., "rb")`, `os.fdopen(fd, "rb")` or
-    `os.preadv`."""
+    """Bytes read per file through `Path.open(..., "rb")`, `os.fdopen(fd, "rb")`, `os.pread`
+    or `os.preadv`."""
     counts: dict[str, int] = {}
     real_open = Path.open
     real_fdopen = os.fdopen
+    real_pread = os.pread
     real_preadv = os.preadv
 
     def counting_open(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
@@ -135,7 +136,14 @@ def log_bytes_read(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts[name] = counts.get(name, 0) + got
         return got
 
+    def counting_pread(fd: int, size: int, offset: int) -> bytes:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        data: bytes = real_pread(fd, size, offset)
+        counts[name] = counts.get(name, 0) + len(data)
+        return data
+
     monkeypatch.setattr(Path, "open", counting_open)
     monkeypatch.setattr(os, "fdopen", counting_fdopen)
+    monkeypatch.setattr(os, "pread", counting_pread)
     monkeypatch.setattr(os, "preadv", counting_preadv)
     return counts

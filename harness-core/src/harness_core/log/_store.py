@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final
 
 from .._version import __version__
 from ._envelope import EnvelopeError, decode_line
@@ -135,17 +135,21 @@ class SessionStore:
 
 def _summarize(path: Path) -> SessionSummary | None:
     """Header and tail of one session file; None when it vanished while listing."""
+    # A listing reads a thousand files: plain reads on the descriptor, no file object.
     try:
-        with os.fdopen(open_regular(path), "rb") as handle:
-            head = _read_head(handle)
-            lines = head.split(b"\n")
+        fd = open_regular(path)
+        try:
+            head = _read_head(fd)
+            first = head.find(b"\n")
             try:
-                header = decode_line(lines[0])
+                header = decode_line(head[:first] if first >= 0 else head)
             except EnvelopeError as exc:
                 return _unreadable(path, f"not a session: its first line is not an event ({exc})")
             if header.type != "session/start":
                 return _unreadable(path, f"not a session: it starts with {header.type!r}")
-            last = last_event_in(handle) or header
+            last = last_event_in(fd) or header
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return None  # deleted while listing
     except (OSError, NotASession, _NoHeader) as exc:
@@ -156,7 +160,7 @@ def _summarize(path: Path) -> SessionSummary | None:
         created=str(header.data.get("created", header.ts)),
         updated=last.ts,
         events=last.seq + 1,
-        title=_first_prompt(lines[1:-1]),
+        title=_first_prompt(head, first + 1) if first >= 0 else None,
         parent_session=header.data.get("parent_session"),
         path=path,
         cwd=header.data.get("cwd"),
@@ -188,19 +192,19 @@ class _NoHeader(ValueError):
     """The file is empty, or its first line does not end within `_MAX_HEAD_BYTES`."""
 
 
-def _read_head(handle: BinaryIO) -> bytes:
+def _read_head(fd: int) -> bytes:
     """The file's first `_HEAD_BYTES`, extended to the end of the first line if it is longer.
 
     A session/start carrying a long system prompt can exceed the first block; cutting it would
     make the session vanish from the listing. Past `_MAX_HEAD_BYTES` it is not a session/start.
     """
-    chunks = [handle.read(_HEAD_BYTES)]
+    chunks = [os.pread(fd, _HEAD_BYTES, 0)]
     size = len(chunks[0])
     # Only the newest chunk is searched, and the chunks are joined once: linear in the bytes.
     while b"\n" not in chunks[-1] and chunks[-1]:
         if size >= _MAX_HEAD_BYTES:
             raise _NoHeader(f"not a session: no line break in its first {size} bytes")
-        chunks.append(handle.read(_HEAD_BYTES))
+        chunks.append(os.pread(fd, _HEAD_BYTES, size))
         size += len(chunks[-1])
     head = b"".join(chunks)
     if not head:
@@ -208,15 +212,19 @@ def _read_head(handle: BinaryIO) -> bytes:
     return head
 
 
-def _first_prompt(lines: list[bytes]) -> str | None:
-    for line in lines:
-        if b'"message/user"' not in line:
-            continue
+def _first_prompt(head: bytes, start: int) -> str | None:
+    """The text of the first message/user among the whole lines of `head` after `start`."""
+    end = head.rfind(b"\n") + 1  # bytes after the last newline may be a cut line
+    while (found := head.find(b'"message/user"', start, end)) >= 0:
+        line_start = head.rfind(b"\n", start, found) + 1 or start
+        line_end = head.find(b"\n", found, end)
         try:
-            event = decode_line(line)
+            event = decode_line(head[line_start:line_end])
         except EnvelopeError:
-            continue
-        text = event.data.get("text")
-        if event.type == "message/user" and isinstance(text, str):
-            return text
+            event = None
+        if event is not None and event.type == "message/user":
+            text = event.data.get("text")
+            if isinstance(text, str):
+                return text
+        start = line_end + 1
     return None

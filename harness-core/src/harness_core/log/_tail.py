@@ -10,7 +10,6 @@ import json
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 import orjson
 
@@ -71,13 +70,16 @@ def _marked_lines_backwards(fd: int, markers: tuple[bytes, ...]) -> Iterator[byt
 
 def last_event(path: Path) -> Event | None:
     """The newest well-formed event of any type."""
-    with os.fdopen(open_regular(path), "rb") as handle:
-        return last_event_in(handle)
+    fd = open_regular(path)
+    try:
+        return last_event_in(fd)
+    finally:
+        os.close(fd)
 
 
-def last_event_in(handle: BinaryIO) -> Event | None:
+def last_event_in(fd: int) -> Event | None:
     """`last_event` of a file already open (and checked to be a regular file)."""
-    for buffer, lo, hi in _runs_backwards(handle.fileno()):
+    for buffer, lo, hi in _runs_backwards(fd):
         for line in reversed(buffer[lo:hi].split(b"\n")):
             if line:
                 try:
