@@ -123,7 +123,7 @@ def test_json_lines_arrive_while_the_turn_runs(tmp_path: Path) -> None:
         release.touch()
         rest = [json.loads(line)["type"] for line in process.stdout]
     assert process.returncode == 0
-    assert rest == ["tool/result", "message/assistant", "turn/end"]
+    assert rest == ["tool/approval", "tool/result", "message/assistant", "turn/end"]
 
 
 def test_json_of_a_continued_session_streams_only_new_events(
@@ -415,7 +415,7 @@ def test_sigterm_closes_the_turn_kills_the_command_and_exits_143(
         rest = [json.loads(line)["type"] for line in process.stdout]
         error = process.stderr.read()
     assert process.returncode == 143
-    assert rest == ["tool/result", "turn/end"]
+    assert rest == ["tool/approval", "tool/result", "turn/end"]
     assert "stopped by SIGTERM" in error
     events = read_events(harness_home, session_ids(harness_home)[0])
     assert events[-1]["data"] == {"status": "cancelled", "error": "cancelled"}

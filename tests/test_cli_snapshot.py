@@ -84,6 +84,12 @@ EVENTS: list[dict[str, Any]] = [
     },
     {
         "seq": 6,
+        "type": "tool/approval",
+        "data": {"call_id": "call_1_2", "decision": "allow", "by": "policy", "scope": "once"},
+        "turn": 1,
+    },
+    {
+        "seq": 7,
         "type": "tool/result",
         "data": {
             "call_id": "call_1_2",
@@ -95,7 +101,7 @@ EVENTS: list[dict[str, Any]] = [
         "turn": 1,
     },
     {
-        "seq": 7,
+        "seq": 8,
         "type": "message/assistant",
         "data": {
             "text": None,
@@ -104,9 +110,9 @@ EVENTS: list[dict[str, Any]] = [
         },
         "turn": 1,
     },
-    {"seq": 8, "type": "todo/write", "data": {"todos": TODOS_2}, "turn": 1},
+    {"seq": 9, "type": "todo/write", "data": {"todos": TODOS_2}, "turn": 1},
     {
-        "seq": 9,
+        "seq": 10,
         "type": "tool/result",
         "data": {
             "call_id": "call_2_1",
@@ -118,12 +124,12 @@ EVENTS: list[dict[str, Any]] = [
         "turn": 1,
     },
     {
-        "seq": 10,
+        "seq": 11,
         "type": "message/assistant",
         "data": {"text": "Bye.", "tool_calls": [], **NO_EXTRAS},
         "turn": 1,
     },
-    {"seq": 11, "type": "turn/end", "data": {"status": "completed", "error": None}, "turn": 1},
+    {"seq": 12, "type": "turn/end", "data": {"status": "completed", "error": None}, "turn": 1},
 ]
 
 OUTPUT = [

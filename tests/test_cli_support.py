@@ -49,7 +49,13 @@ def child_env(overrides: Mapping[str, str | None] | None = None) -> dict[str, st
     for provider in ("OPENAI", "DEEPSEEK"):
         for suffix in ("API_KEY", "BASE_URL", "MODEL"):
             env.pop(f"{provider}_{suffix}", None)
-    for name in ("HARNESS_DEBUG", "HARNESS_MAX_STEPS", "HARNESS_SYSTEM_PROMPT", "NO_COLOR"):
+    for name in (
+        "HARNESS_DEBUG",
+        "HARNESS_MAX_STEPS",
+        "HARNESS_SYSTEM_PROMPT",
+        "HARNESS_APPROVAL",
+        "NO_COLOR",
+    ):
         env.pop(name, None)
     for name, value in (overrides or {}).items():
         if value is None:
@@ -122,7 +128,10 @@ class Terminal:
         self._stream = pyte.ByteStream(self.screen)
         self.raw = b""
         self.status: int | None = None
-        environment = child_env({"TERM": "xterm-256color", "NO_COLOR": None, **(env or {})})
+        # On a terminal the approval policy defaults to ask; tests that are not about approval
+        # let tools run (an approval test passes --approval, which wins, or unsets this).
+        defaults = {"TERM": "xterm-256color", "NO_COLOR": None, "HARNESS_APPROVAL": "auto"}
+        environment = child_env({**defaults, **(env or {})})
         environment.pop("COLUMNS", None)
         environment.pop("LINES", None)
         master, slave = os.openpty()

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from harness_core import builtins
+from harness_core.config import Config
 from harness_core.log import (
     AssistantMessage,
     EventType,
@@ -19,6 +21,7 @@ from harness_core.log import (
     TurnEnd,
     UserMessage,
 )
+from harness_core.plugins import PluginHost
 from pydantic import BaseModel
 
 NOTE_TYPE = "test/note"
@@ -31,6 +34,22 @@ class NotePayload(BaseModel):
 
 
 WriteTurn = Callable[[SessionLog, str], int]
+
+
+@pytest.fixture
+def host() -> PluginHost:
+    """The real host with the built-in plugin and every installed entry point (the todo
+    plugin). A short bash timeout: a test that breaks concurrency fails in seconds."""
+    plugin_host = PluginHost(Config({"plugins": {"builtins": {"bash_timeout": 10}}}, env={}))
+    builtins.add_to(plugin_host)
+    plugin_host.load_entry_points(env={})
+    return plugin_host
+
+
+@pytest.fixture
+def store(host: PluginHost, harness_home: Path) -> SessionStore:
+    """A session store in this test's HARNESS_HOME that knows the host's event types."""
+    return SessionStore(harness_home, host.event_types)
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ def test_core_types_and_their_surface_flags() -> None:
         "turn/end": False,
         "message/user": True,
         "message/assistant": True,
+        "tool/approval": False,
         "tool/result": True,
         "context/compact": True,
     }

@@ -195,7 +195,12 @@ async def test_a_model_error_ends_the_turn_and_keeps_what_was_appended(
     outcome = await Agent(log, model, host.tools).run_turn("Try.")
     assert outcome == TurnOutcome("error", None, "openai:gpt-x: HTTP 500 after 3 attempts", 2)
     reopened = reopen(store, log)
-    assert [e.type for e in reopened.events[3:]] == ["message/assistant", "tool/result", "turn/end"]
+    assert [e.type for e in reopened.events[3:]] == [
+        "message/assistant",
+        "tool/approval",
+        "tool/result",
+        "turn/end",
+    ]
     assert results(reopened.events) == [("call_1_1", "kept\n[exit code 0]")]
     assert turn_ends(reopened.events) == [{"status": "error", "error": str(error)}]
 
@@ -356,7 +361,11 @@ async def test_a_process_killed_mid_tool_leaves_a_session_that_resumes(
         )
     assert crashed.returncode == -9, crashed.stderr.decode()
     log = store.open(crashed.stdout.decode().strip())
-    assert [e.type for e in log.events][-2:] == ["tool/result", "message/assistant"]
+    assert [e.type for e in log.events][-3:] == [
+        "tool/result",
+        "message/assistant",
+        "tool/approval",
+    ]
     model = ScriptedModel([{"text": "Picked up."}])
     outcome = await Agent(log, model, host.tools).run_turn("Continue.")
     assert outcome.text == "Picked up."

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 import pytest
-from harness_core import builtins
-from harness_core.config import Config
 from harness_core.log import SUMMARY_HEADER, Event, SessionLog, SessionStore, derive_messages
 from harness_core.loop import (
     SUMMARY_PROMPT,
@@ -52,20 +49,6 @@ class MeteredModel(ScriptedModel):
         tokens = TOKENS_PER_MESSAGE * len(messages)
         usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
         return dataclasses.replace(step, usage=usage)
-
-
-@pytest.fixture
-def host() -> PluginHost:
-    """The real host: built-ins plus installed entry points."""
-    plugin_host = PluginHost(Config({}, env={}))
-    builtins.add_to(plugin_host)
-    plugin_host.load_entry_points(env={})
-    return plugin_host
-
-
-@pytest.fixture
-def store(host: PluginHost, harness_home: Path) -> SessionStore:
-    return SessionStore(harness_home, host.event_types)
 
 
 def bash(command: str) -> dict[str, Any]:

@@ -9,8 +9,6 @@ from typing import Any, ClassVar
 
 import anyio
 import pytest
-from harness_core import builtins
-from harness_core.config import Config
 from harness_core.log import Event, SessionLog, SessionStore, derive_messages
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT, Agent
 from harness_core.models import ModelResponse, ScriptedModel
@@ -49,21 +47,6 @@ class Solo(Probe):
 
 def probe(label: str, seconds: float = 0.0, tool: str = "probe") -> dict[str, Any]:
     return {"name": tool, "arguments": {"label": label, "seconds": seconds}}
-
-
-@pytest.fixture
-def host() -> PluginHost:
-    """The real host with the built-in plugin and every installed entry point."""
-    # A short bash timeout: a test that breaks concurrency fails in seconds, not minutes.
-    plugin_host = PluginHost(Config({"plugins": {"builtins": {"bash_timeout": 10}}}, env={}))
-    builtins.add_to(plugin_host)
-    plugin_host.load_entry_points(env={})
-    return plugin_host
-
-
-@pytest.fixture
-def store(host: PluginHost, harness_home: Path) -> SessionStore:
-    return SessionStore(harness_home, host.event_types)
 
 
 @pytest.fixture
@@ -117,12 +100,20 @@ async def test_a_turn_with_tool_calls_ends_completed(
         "turn/start",
         "message/user",
         "message/assistant",
+        "tool/approval",
         "tool/result",
         "message/assistant",
         "turn/end",
     ]
     assert all(event.turn == 1 for event in agent.session.events[1:])
-    assert agent.session.events[4].data["text"] == "probe a done"
+    # No policy given: `auto`, and the decision is on the log before the call ran.
+    assert agent.session.events[4].data == {
+        "call_id": "call_1_1",
+        "decision": "allow",
+        "by": "policy",
+        "scope": "once",
+    }
+    assert agent.session.events[5].data["text"] == "probe a done"
     assert agent.session.events[-1].data == {"status": "completed", "error": None}
     assert model.remaining == 0
 
@@ -156,9 +147,10 @@ async def test_commits_happen_at_step_boundaries(
     log = agent.session
     commits = record_commits(log)
     await agent.run_turn("Go.")
-    # 2 user, 3 assistant, 4-5 results (one batch), 6 assistant, 7 result, then the text
-    # answer 8 runs no tool, so it is committed with the turn end 9.
-    assert commits == [2, 3, 5, 6, 7, 9]
+    # 2 user, 3 assistant, 4-5 the policy's approvals (not committed on their own), 6-7
+    # results (one batch), 8 assistant, 9 approval, 10 result, then the text answer 11 runs
+    # no tool, so it is committed with the turn end 12.
+    assert commits == [2, 3, 7, 8, 10, 12]
     on_disk = SessionLog.open(log.path, store.registry, writable=False)
     assert on_disk.events == log.events
 
@@ -214,7 +206,12 @@ async def test_the_step_limit_ends_the_turn_with_every_call_answered(
         "stopped after 2 steps",
         2,
     )
-    assert kinds(agent.session.events)[-3:] == ["message/assistant", "tool/result", "turn/end"]
+    assert kinds(agent.session.events)[-4:] == [
+        "message/assistant",
+        "tool/approval",
+        "tool/result",
+        "turn/end",
+    ]
     assert agent.session.events[-1].data == {
         "status": "max_steps",
         "error": "stopped after 2 steps",

@@ -7,9 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
-from harness_core import builtins
-from harness_core.config import Config
 from harness_core.log import INTERRUPTED_TEXT, SessionLog, SessionStore
 from harness_core.log._invariants import InvariantChecker
 from harness_core.loop import Agent, TurnOutcome
@@ -18,21 +15,6 @@ from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext
 from harness_core.tools.subagent import SubagentArgs, SubagentTool
 from process_helpers import has_pid, poll, running
-
-
-@pytest.fixture
-def host() -> PluginHost:
-    """The real host: built-ins plus installed entry points (harness-tool-todo)."""
-    plugin_host = PluginHost(Config({}, env={}))
-    builtins.add_to(plugin_host)
-    plugin_host.load_entry_points(env={})
-    assert "todo_write" in plugin_host.tools.names()
-    return plugin_host
-
-
-@pytest.fixture
-def store(host: PluginHost, harness_home: Path) -> SessionStore:
-    return SessionStore(harness_home, host.event_types)
 
 
 def subagent(task: str) -> dict[str, Any]:

@@ -14,13 +14,14 @@ from ._version import __version__
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     from .config import Config, PluginConfig
     from .log import Event, EventType, EventTypeRegistry, SessionLog, SessionStore, derive_messages
-    from .loop import Agent, TurnOutcome
+    from .loop import Agent, Approval, TurnOutcome
     from .models import Model, ModelResponse, ScriptedModel
     from .plugins import PluginContext, PluginHost, hookimpl, hookspec
     from .tools import ExecContext, Tool, ToolRegistry, ToolResult
 
 _EXPORTS = {
     "Agent": "loop",
+    "Approval": "loop",
     "Config": "config",
     "Event": "log",
     "EventType": "log",

@@ -126,6 +126,7 @@ class Settings:
     pass_env: tuple[str, ...] = ()
     sandbox: str | None = None
     sandbox_network: bool = False
+    approval: str | None = None
 
 
 # key -> (check returning the value or None when invalid, what a valid value is)
@@ -141,6 +142,7 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "pass_env": (_names, "a list of environment variable names"),
     "sandbox": (_choice("workspace", "off"), "workspace or off"),
     "sandbox_network": (_switch, "true or false"),
+    "approval": (_choice("ask", "auto", "deny"), "ask, auto or deny"),
 }
 
 

@@ -395,7 +395,7 @@ def test_a_validated_item_cannot_be_changed_afterwards() -> None:
 def test_todo_write_is_log_only_and_runs_alone() -> None:
     """Its only effect is on the log (no approval, no commit before it) and calls run in order."""
     for tool in (TodoWriteTool(), TodoWriteTool(allow_parallel_in_progress=True)):
-        assert tool.log_only is True
+        assert tool.effect == "log_only"
         assert tool.exclusive is True
 
 

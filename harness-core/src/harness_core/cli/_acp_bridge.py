@@ -301,7 +301,7 @@ class _Session:
     def _presented(self, row: ToolRow) -> bool:
         """Whether the client is told about a call: not for log-only tools (todo_write)."""
         tool = self.tools.get(row.name)
-        return tool is None or not tool.log_only
+        return tool is None or tool.effect != "log_only"
 
     def _call_started(self, row: ToolRow, *, final: bool = False) -> Update:
         return start_tool_call(

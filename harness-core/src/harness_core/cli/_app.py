@@ -17,7 +17,7 @@ import traceback
 from argparse import Namespace
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO, cast
 
 from .. import builtins, secret
 from ..config import Config, ConfigError
@@ -35,7 +35,7 @@ from ..log import (
 from ..plugins import PluginHost, PluginLoadError
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
-    from ..loop import Agent, CompactionPolicy
+    from ..loop import Agent, Approval, Asker, CompactionPolicy, Policy
     from ..models import DeltaSink, Model
 
 __all__ = [
@@ -260,6 +260,26 @@ class App:
         sandbox.install(chosen)
         return chosen.mode
 
+    # -- approval --------------------------------------------------------------------------
+
+    def approval(self, flag: str | None, asker: Asker | None) -> Approval:
+        """The approval policy (--approval, else HARNESS_APPROVAL / config `approval`, else
+        `ask` on a terminal and `auto` otherwise) with the host's way to ask, `asker`.
+
+        `ask` where nobody can be asked refuses every call with effects outside the log; it
+        says so once, here, and each refusal tells the model why.
+        """
+        from ..loop import Approval
+
+        chosen = flag or self.settings.approval or ("ask" if sys.stdin.isatty() else "auto")
+        policy = cast("Policy", chosen)  # argparse and the config check allow nothing else
+        if policy == "ask" and asker is None:
+            logging.getLogger("harness.approval").warning(
+                "approval is ask but nobody can be asked here (no terminal): calls with effects "
+                "outside the log will be refused; --approval auto lets them run"
+            )
+        return Approval(policy, asker)
+
     # -- the model -------------------------------------------------------------------------
 
     def model_spec(self, flag: str | None) -> str:
@@ -345,7 +365,12 @@ class App:
         return self.store.open(session_id, writable=False)
 
     def agent(
-        self, log: SessionLog, model: Model, on_event: EventSink, on_delta: DeltaSink | None
+        self,
+        log: SessionLog,
+        model: Model,
+        on_event: EventSink,
+        on_delta: DeltaSink | None,
+        approval: Approval | None = None,
     ) -> Agent:
         from ..loop import Agent
 
@@ -358,4 +383,5 @@ class App:
             on_event=on_event,
             on_delta=on_delta,
             compaction=self.compaction(model),
+            approval=approval,
         )

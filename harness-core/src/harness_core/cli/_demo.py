@@ -21,6 +21,7 @@ from typing import Any, Final
 import anyio
 
 from ..log import SessionLog
+from ..loop import Approval
 from ..models import DeltaSink, Model, ModelResponse, ScriptedModel
 from ._app import App
 from ._run import run_session, session_view, turn_status
@@ -83,7 +84,8 @@ def demo(args: Namespace) -> int:
     with app.writer(None) as log:
         view = session_view(app, log, json_lines=False, echo_prompt=True, resumed=False)
         view.note(SANDBOXED if mode == "workspace" else UNSANDBOXED)
-        outcomes = run_session(app, log, model, view, [script["prompt"]])
+        # Hands-free: the script's commands are fixed and harmless, so no question is asked.
+        outcomes = run_session(app, log, model, view, [script["prompt"]], Approval("auto"))
         status = turn_status(outcomes[-1], model)
         view.note(next_steps(log, app.home if temporary else None))
     return status

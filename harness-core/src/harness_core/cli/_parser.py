@@ -44,6 +44,7 @@ environment:
   HARNESS_DISABLE_PLUGINS comma-separated plugins not to load; HARNESS_LOAD_PLUGINS loads only these
   HARNESS_STRICT_PLUGINS  1: a rejected plugin is an error instead of a warning
   HARNESS_SANDBOX         default --sandbox (or `sandbox` in config.toml)
+  HARNESS_APPROVAL        default --approval (or `approval` in config.toml)
 
 Installed plugins add commands of their own: `harness plugins` lists them.
 
@@ -84,14 +85,14 @@ def build_parser(
         "run", help="one turn; a new session unless --session continues one", description=RUN
     )
     _model_options(run)
-    _sandbox_option(run)
+    _safety_options(run)
     run.add_argument("--session", metavar="ID", help="continue this session")
     run.add_argument("--json", action="store_true", help="stream the events as JSON Lines")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (- reads it from stdin)")
 
     chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
     _model_options(chat)
-    _sandbox_option(chat)
+    _safety_options(chat)
     chat.add_argument("--session", metavar="ID", help="continue this session")
 
     compact = commands.add_parser(
@@ -133,14 +134,14 @@ def build_parser(
         "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
     )
     serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
-    _sandbox_option(serve)
+    _safety_options(serve)
     bridge = commands.add_parser(
         "acp", help="an Agent Client Protocol agent on stdio (editors, CI)", description=ACP
     )
     bridge.add_argument(
         "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
     )
-    _sandbox_option(bridge)
+    _safety_options(bridge)
     commands.add_parser(
         "sandbox-check",
         help="whether bash can run sandboxed here (bubblewrap), and why not",
@@ -167,7 +168,13 @@ def _model_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible endpoint")
 
 
-def _sandbox_option(command: argparse.ArgumentParser) -> None:
+def _safety_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--approval",
+        choices=("ask", "auto", "deny"),
+        help="ask: ask before each call with effects outside the log; auto: run them; "
+        "deny: refuse them; default: ask on a terminal, else auto (HARNESS_APPROVAL)",
+    )
     command.add_argument(
         "--sandbox",
         choices=("workspace", "off"),

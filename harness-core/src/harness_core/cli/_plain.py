@@ -6,16 +6,27 @@ a pinned strip (the todo plugin's plan) appears as a block each time it changes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TextIO
 
 import orjson
 
-from ..hosts import Change, Conversation, TerminalStrip, ToolRow, clean, compaction_line, one_line
+from ..hosts import (
+    Change,
+    Conversation,
+    TerminalStrip,
+    ToolRow,
+    approval_note,
+    clean,
+    compaction_line,
+    one_line,
+)
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog
-from ..loop import TurnOutcome
+from ..loop import Answer, ApprovalRequest, TurnOutcome
 from ..tools import ToolRegistry
+from ._ask import ask_terminal
 from ._pinned import Pinned
 
 __all__ = [
@@ -146,6 +157,10 @@ class PlainView:
     def note(self, text: str) -> None:
         self._write(text.split("\n"))
 
+    def ask(self, request: ApprovalRequest) -> Answer:
+        self._out.flush()
+        return ask_terminal(request, sys.stderr)
+
     def on_event(self, session: SessionLog, event: Event) -> None:
         change, nested = self._sessions.apply(session, event)
         handler = _HANDLERS.get(change.kind)
@@ -187,7 +202,7 @@ class PlainView:
         row = change.row
         assert row is not None
         label = call_label(self._tools, row.name, row.arguments)
-        line = tool_line(self._tools, label, change.event.data)
+        line = tool_line(self._tools, label, change.event.data, approval_note(row))
         self._write([NEST + line if nested else line])
         if self._transcript and not nested:
             self._write(_result_text(change.event.data))
@@ -211,11 +226,14 @@ class PlainView:
         self._out.flush()
 
 
-def tool_line(tools: ToolRegistry, label: str, data: dict[str, Any]) -> str:
-    """`✓ $ ls  exit 0` or `✗ todo_write  Error: ...`: the tool's own call and result lines."""
+def tool_line(
+    tools: ToolRegistry, label: str, data: dict[str, Any], note: str | None = None
+) -> str:
+    """`✓ $ ls  exit 0` or `✗ todo_write  Error: ...`: the tool's own call and result lines,
+    and `(allowed by the user)` when a person approved the call."""
     mark = "✗" if data.get("is_error") else "✓"
     suffix = result_suffix(tools, str(data.get("tool_name")), data)
-    return f"{mark} {label}" + (f"  {suffix}" if suffix else "")
+    return f"{mark} {label}" + (f"  {suffix}" if suffix else "") + (f"  ({note})" if note else "")
 
 
 def _result_text(data: dict[str, Any]) -> list[str]:
@@ -270,3 +288,6 @@ class JsonLinesView:
 
     def note(self, text: str) -> None:
         pass
+
+    def ask(self, request: ApprovalRequest) -> Answer:
+        return ask_terminal(request, sys.stderr)  # stdout carries JSON Lines only

@@ -12,17 +12,19 @@ shown as written, and every line has passed the hosts' sanitizer first.
 
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from ..hosts import Change, StripLine, ToolRow, clean, compaction_line
+from ..hosts import Change, StripLine, ToolRow, approval_note, clean, compaction_line
 from ..hosts._present import call_label
 from ..log import Event, SessionLog
-from ..loop import TurnOutcome
+from ..loop import Answer, ApprovalRequest, TurnOutcome
 from ..tools import ToolRegistry
+from ._ask import ask_terminal
 from ._pinned import Pinned
 from ._plain import (
     NEST,
@@ -83,6 +85,22 @@ class LiveView:
 
     def turn_started(self) -> None:
         self._streamed = False
+        self._start_live()
+
+    def ask(self, request: ApprovalRequest) -> Answer:
+        # The live region is cleared while the question is open, so the question and the
+        # answer read as plain lines, then redrawn below them.
+        live = self._live
+        if live is not None:
+            live.transient = True
+            live.stop()
+        try:
+            return ask_terminal(request, sys.stderr)
+        finally:
+            if live is not None:
+                self._start_live()
+
+    def _start_live(self) -> None:
         self._live = Live(
             self._region(),
             console=self.console,
@@ -145,7 +163,9 @@ class LiveView:
 
     def _result(self, change: Change, nested: bool) -> None:
         assert change.row is not None
-        line = tool_line(self._tools, self._label(change.row), change.event.data)
+        line = tool_line(
+            self._tools, self._label(change.row), change.event.data, approval_note(change.row)
+        )
         text = Text(NEST if nested else "")
         text.append(line[0], style="red" if change.row.state == "error" else "green")
         text.append(line[1:])

@@ -12,9 +12,10 @@ from typing import Final
 
 from .. import secret
 from ..log import Event, SessionLog
-from ..loop import TurnOutcome
+from ..loop import Approval, TurnOutcome
 from ..models import Model
 from ._app import EXIT_CANCELLED, App, CliError, utf8_text
+from ._ask import Questions
 from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
 
 __all__ = ["chat", "compact", "run", "run_session", "session_view"]
@@ -29,11 +30,13 @@ def run(args: Namespace) -> int:
     prompt = _prompt(args.prompt)
     model = app.model(args.model, args.base_url)  # before the session: a bad spec leaves none
     app.use_sandbox(args.sandbox)
+    questions = terminal_questions()
+    approval = app.approval(args.approval, questions.ask if questions else None)
     with app.writer(args.session) as log:
         view = session_view(
             app, log, json_lines=args.json, echo_prompt=True, resumed=args.session is not None
         )
-        outcome = run_session(app, log, model, view, [prompt])
+        outcome = run_session(app, log, model, view, [prompt], approval, questions)
         if not args.json:
             view.note(f"session {log.session_id} · continue it: {resume_command(log)}")
     return turn_status(outcome[-1], model)
@@ -54,13 +57,25 @@ def session_view(
     return view
 
 
+def terminal_questions() -> Questions | None:
+    """Where approval questions go: the terminal, when stdin is one (else nobody can answer)."""
+    return Questions() if sys.stdin.isatty() else None
+
+
 def run_session(
-    app: App, log: SessionLog, model: Model, view: TurnView, prompts: list[str]
+    app: App,
+    log: SessionLog,
+    model: Model,
+    view: TurnView,
+    prompts: list[str],
+    approval: Approval,
+    questions: Questions | None = None,
 ) -> list[TurnOutcome]:
     """Run `prompts` as consecutive turns on `log`, rendered by `view` (run and demo)."""
     outcomes = []
     with loop_thread(model) as running:
-        driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
+        agent = app.agent(log, model, view.on_event, view.on_delta, approval)
+        driver = TurnDriver(running, agent, view, questions)
         for prompt in prompts:
             outcomes.append(driver.run(prompt, report=False))
             if outcomes[-1].status != "completed":
@@ -110,6 +125,8 @@ def chat(args: Namespace) -> int:
     app = App()
     model = app.model(args.model, args.base_url)
     app.use_sandbox(args.sandbox)
+    questions = terminal_questions()
+    approval = app.approval(args.approval, questions.ask if questions else None)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     with (
         app.writer(args.session) as log,
@@ -125,7 +142,8 @@ def chat(args: Namespace) -> int:
         )
         if interactive:
             view.note(f"session {log.session_id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
-        driver = TurnDriver(running, app.agent(log, model, view.on_event, view.on_delta), view)
+        agent = app.agent(log, model, view.on_event, view.on_delta, approval)
+        driver = TurnDriver(running, agent, view, questions)
         outcomes = []
         for prompt in _prompts(interactive):
             if prompt.strip() == COMPACT_WORD:

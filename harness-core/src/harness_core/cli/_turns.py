@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ..log import Event, LogWriteError, SessionLog
-from ..loop import Agent, TurnOutcome
+from ..loop import Agent, Answer, ApprovalRequest, TurnOutcome
 from ..models import Model, ModelError
 from ._app import CliError
+from ._ask import Questions
 
 if TYPE_CHECKING:
     from ._app import App
@@ -59,6 +60,9 @@ class TurnView(Protocol):
     def note(self, text: str) -> None:
         """A line for the person at the terminal (resume hints); JSON output drops it."""
 
+    def ask(self, request: ApprovalRequest) -> Answer:
+        """Ask the person at the terminal whether a call may run (main thread only)."""
+
 
 def choose_view(app: App, *, json_lines: bool, echo_prompt: bool) -> TurnView:
     """JSON Lines for scripts, the live display on a terminal, plain lines otherwise."""
@@ -90,14 +94,30 @@ def loop_thread(model: Model) -> Iterator[BlockingPortal]:
                 running.call(aclose)
 
 
-class TurnDriver:
-    """Runs one agent's turns on the portal, with Ctrl-C cancelling the running turn."""
+class _Interrupted(Exception):
+    """Ctrl-C (or SIGTERM, SIGHUP) while an approval question waits for its answer."""
 
-    def __init__(self, portal: BlockingPortal, agent: Agent, view: TurnView) -> None:
+
+class TurnDriver:
+    """Runs one agent's turns on the portal, with Ctrl-C cancelling the running turn.
+
+    With `questions` (the agent's Asker queue, docs/security.md), the main thread asks the
+    approval questions the turn raises while it waits for the turn.
+    """
+
+    def __init__(
+        self,
+        portal: BlockingPortal,
+        agent: Agent,
+        view: TurnView,
+        questions: Questions | None = None,
+    ) -> None:
         self.portal = portal
         self.agent = agent
         self.view = view
+        self.questions = questions
         self.stopped_by: int | None = None  # SIGTERM or SIGHUP: end the command after the turn
+        self._asking = False
 
     def run(self, prompt: str, *, report: bool) -> TurnOutcome:
         """One turn, blocking the main thread until it ends (cancelled turns included).
@@ -110,7 +130,10 @@ class TurnDriver:
         # The handlers go in before the turn starts, so no signal lands in between.
         with self._signals_cancel():
             try:
-                outcome = self.portal.start_task_soon(self.agent.run_turn, prompt).result()
+                turn = self.portal.start_task_soon(self.agent.run_turn, prompt)
+                if self.questions is not None:
+                    self.questions.serve(turn, self.portal, self._ask, _Interrupted)
+                outcome = turn.result()
             except LogWriteError as exc:
                 outcome = TurnOutcome("error", error=str(exc))
                 raise CliError(self._not_saved(exc)) from exc
@@ -136,6 +159,13 @@ class TurnDriver:
                 return self.portal.start_task_soon(self.agent.compact).result()
             except ModelError as exc:  # NothingToCompact too
                 raise CliError(f"nothing was compacted: {exc}") from exc
+
+    def _ask(self, request: ApprovalRequest) -> Answer:
+        self._asking = True
+        try:
+            return self.view.ask(request)
+        finally:
+            self._asking = False
 
     def _not_saved(self, exc: LogWriteError) -> str:
         """A full disk (or a failing one) mid-turn: say plainly what is lost and what is not."""
@@ -166,6 +196,8 @@ class TurnDriver:
                 self.stopped_by = signum
             # On the event loop's thread; a Ctrl-C before the turn got going is remembered.
             self.portal.call(self.agent.cancel)
+            if self._asking:
+                raise _Interrupted  # out of the question's read, which would otherwise go on
 
         previous = {sig: signal.signal(sig, on_signal) for sig in _CANCELLING}
         try:

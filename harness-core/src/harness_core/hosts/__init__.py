@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         RowState,
         ToolRow,
         TurnState,
+        approval_note,
         compaction_line,
     )
     from ._extensions import (
@@ -57,6 +58,7 @@ _EXPORTS = {
     "TerminalStrip": "_extensions",
     "ToolRow": "_conversation",
     "TurnState": "_conversation",
+    "approval_note": "_conversation",
     "clean": "_sanitize",
     "compaction_line": "_conversation",
     "one_line": "_sanitize",
@@ -81,6 +83,7 @@ __all__ = [
     "TerminalStrip",
     "ToolRow",
     "TurnState",
+    "approval_note",
     "clean",
     "compaction_line",
     "one_line",

@@ -25,6 +25,7 @@ __all__ = [
     "RowState",
     "ToolRow",
     "TurnState",
+    "approval_note",
     "compaction_line",
 ]
 
@@ -34,6 +35,7 @@ ChangeKind = Literal[
     "turn_started",
     "user",
     "assistant",
+    "approval",
     "row_finished",
     "turn_ended",
     "compacted",
@@ -53,6 +55,7 @@ class ToolRow:
     text: str | None = None  # the text the model saw
     data: Any = None  # structured result data for hosts
     result_seq: int | None = None
+    approval: dict[str, Any] | None = None  # its tool/approval data, once decided
 
 
 @dataclass(slots=True)
@@ -118,6 +121,12 @@ class Conversation:
                 event.seq,
             )
             return Change("row_finished", event, row=row)
+        if kind == "tool/approval":
+            row = self._open.get(str(data.get("call_id")))
+            if row is None:
+                return Change("other", event)
+            row.approval = dict(data)
+            return Change("approval", event, row=row)
         if kind == "message/assistant":
             return Change("assistant", event, entry=self._assistant(event))
         if kind == "message/user":
@@ -170,6 +179,18 @@ class Conversation:
         for row in self._open.values():
             row.state, row.text = "error", _UNANSWERED
         self._open.clear()
+
+
+def approval_note(row: ToolRow) -> str | None:
+    """Who let the call run, when a person did: `allowed by the user` (`... for this
+    session`). A refusal says so in the result's own text; the policy's allow is the default
+    and says nothing."""
+    approval = row.approval or {}
+    if approval.get("decision") != "allow" or approval.get("by") != "user":
+        return None
+    return "allowed by the user" + (
+        " for this session" if approval.get("scope") == "session" else ""
+    )
 
 
 def compaction_line(event: Event) -> str:

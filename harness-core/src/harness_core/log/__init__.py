@@ -34,9 +34,13 @@ from ._types import (
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     from ._events import (
+        ApprovalBy,
+        ApprovalDecision,
+        ApprovalScope,
         AssistantMessage,
         ContextCompact,
         SessionStart,
+        ToolApproval,
         ToolCall,
         ToolResultPayload,
         TurnEnd,
@@ -50,6 +54,9 @@ __all__ = [
     "CORE_EVENT_TYPES",
     "INTERRUPTED_TEXT",
     "SUMMARY_HEADER",
+    "ApprovalBy",
+    "ApprovalDecision",
+    "ApprovalScope",
     "AssistantMessage",
     "Carry",
     "CarryProvider",
@@ -72,6 +79,7 @@ __all__ = [
     "SessionStart",
     "SessionStore",
     "SessionSummary",
+    "ToolApproval",
     "ToolCall",
     "ToolResultPayload",
     "TurnEnd",

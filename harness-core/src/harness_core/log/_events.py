@@ -11,9 +11,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ApprovalBy",
+    "ApprovalDecision",
+    "ApprovalScope",
     "AssistantMessage",
     "ContextCompact",
     "SessionStart",
+    "ToolApproval",
     "ToolCall",
     "ToolResultPayload",
     "TurnEnd",
@@ -90,6 +94,24 @@ class ToolResultPayload(_Payload):
     text: str
     is_error: bool = False
     data: Any = Field(default=None)
+
+
+ApprovalDecision = Literal["allow", "deny"]
+ApprovalBy = Literal["user", "policy"]
+ApprovalScope = Literal["once", "session"]
+
+
+class ToolApproval(_Payload):
+    """`tool/approval`: who let a call run (or refused it), appended before it runs.
+
+    `scope` "session" is a user's "allow for this session": later calls of the same tool in
+    the session run without asking, also after a resume, because it is folded from here.
+    """
+
+    call_id: str
+    decision: ApprovalDecision
+    by: ApprovalBy
+    scope: ApprovalScope = "once"
 
 
 class ContextCompact(_Payload):

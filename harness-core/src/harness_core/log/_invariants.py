@@ -14,6 +14,9 @@ from ._envelope import Event
 
 __all__ = ["InvariantChecker", "InvariantViolation", "dev_mode"]
 
+# Events that speak of one call: each must name an open call of the latest assistant message.
+_ANSWERS = frozenset({"tool/approval", "tool/result"})
+
 
 def dev_mode() -> bool:
     return os.environ.get("HARNESS_DEV") == "1"
@@ -86,9 +89,9 @@ class InvariantChecker:
             self._fail(event, f"event claims turn {event.turn} inside turn {self.open_turn}")
         if event.type == "turn/start" and type(event.turn) is not int:
             self._fail(event, "turn/start must carry its turn number")
-        if event.type == "tool/result" and event.data.get("call_id") not in self.open_calls:
+        if event.type in _ANSWERS and event.data.get("call_id") not in self.open_calls:
             self._fail(
-                event, "tool/result must answer an open call of the latest assistant message"
+                event, f"{event.type} must answer an open call of the latest assistant message"
             )
         if event.type in ("message/assistant", "message/user") and self.open_calls:
             self._fail(event, f"calls {sorted(self.open_calls)} must be answered first")

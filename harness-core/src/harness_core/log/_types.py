@@ -96,6 +96,7 @@ CORE_EVENT_TYPES: Final[tuple[EventType, ...]] = (
     EventType("turn/end", f"{_CORE}:TurnEnd", surface=False),
     EventType("message/user", f"{_CORE}:UserMessage", surface=True),
     EventType("message/assistant", f"{_CORE}:AssistantMessage", surface=True),
+    EventType("tool/approval", f"{_CORE}:ToolApproval", surface=False),
     EventType("tool/result", f"{_CORE}:ToolResultPayload", surface=True),
     EventType("context/compact", f"{_CORE}:ContextCompact", surface=True),
 )

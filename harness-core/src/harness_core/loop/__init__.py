@@ -1,6 +1,17 @@
-"""The agent loop: `Agent.run_turn`, compaction and the default system prompt."""
+"""The agent loop: `Agent.run_turn`, approval, compaction and the default system prompt."""
 
 from ._agent import CANCELLED_TEXT, CRASHED_TURN, DEFAULT_MAX_STEPS, Agent, TurnOutcome
+from ._approval import (
+    POLICIES,
+    Answer,
+    Approval,
+    ApprovalRequest,
+    Asker,
+    Decision,
+    Policy,
+    SessionGrants,
+    denied_text,
+)
 from ._compact import DEFAULT_COMPACT_AT, SUMMARY_PROMPT, CompactionPolicy, NothingToCompact
 from ._prompt import DEFAULT_SYSTEM_PROMPT
 
@@ -10,9 +21,18 @@ __all__ = [
     "DEFAULT_COMPACT_AT",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_SYSTEM_PROMPT",
+    "POLICIES",
     "SUMMARY_PROMPT",
     "Agent",
+    "Answer",
+    "Approval",
+    "ApprovalRequest",
+    "Asker",
     "CompactionPolicy",
+    "Decision",
     "NothingToCompact",
+    "Policy",
+    "SessionGrants",
     "TurnOutcome",
+    "denied_text",
 ]

@@ -31,6 +31,7 @@ from ..log import (
     AssistantMessage,
     EventSink,
     SessionLog,
+    ToolApproval,
     ToolCall,
     ToolResultPayload,
     TurnEnd,
@@ -47,7 +48,8 @@ from ..models import (
     ModelResponse,
     ResponseToolCall,
 )
-from ..tools import ChildOutcome, ExecContext, ToolRegistry, ToolResult
+from ..tools import ChildOutcome, ExecContext, Tool, ToolRegistry, ToolResult
+from ._approval import Approval, ApprovalRequest, SessionGrants, denied_text
 from ._compact import BY_HAND_KEEP, CompactionPolicy, request_summary
 
 if TYPE_CHECKING:
@@ -93,6 +95,8 @@ class Agent:
         depth: int = 0,
         store: SessionStore | None = None,
         compaction: CompactionPolicy | None = None,
+        approval: Approval | None = None,
+        granted: frozenset[str] = frozenset(),
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -105,6 +109,8 @@ class Agent:
         self.depth = depth
         self.store = store
         self.compaction = compaction or CompactionPolicy()
+        self.approval = approval or Approval()
+        self._grants = SessionGrants(granted)
         self.turn: int | None = None
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
@@ -156,6 +162,8 @@ class Agent:
                 depth=self.depth + 1,
                 store=self.store,
                 compaction=self.compaction,
+                approval=self.approval,
+                granted=self._grants.tools(self.session.events),
             )
             outcome = await child.run_turn(task)
         return ChildOutcome(log.session_id, outcome.status, outcome.text, outcome.error)
@@ -411,7 +419,7 @@ class Agent:
 
     def _reaches_outside(self, name: str) -> bool:
         tool = self.tools.get(name)
-        return tool is not None and not tool.log_only
+        return tool is not None and tool.effect == "outside"
 
     # -- tool calls ------------------------------------------------------------------------
 
@@ -463,9 +471,44 @@ class Agent:
                 self._append_result(call.id, call.name, finished.pop(call.id))
 
     async def _execute(self, call: ResponseToolCall) -> ToolResult:
-        return await self.tools.execute(
-            call.name, call.arguments, ExecContext(agent=self, call_id=call.id)
+        """Parse the call, decide whether it may run (approval), then run it."""
+        parsed = self.tools.parse(call.name, call.arguments)
+        if isinstance(parsed, ToolResult):
+            return parsed  # a call that cannot run needs no one's approval
+        tool, args = parsed
+        if tool.effect == "outside":
+            refused = await self._approve(call, tool, args)
+            if refused is not None:
+                return refused
+        return await self.tools.run(tool, args, ExecContext(agent=self, call_id=call.id))
+
+    async def _approve(
+        self, call: ResponseToolCall, tool: Tool[Any], args: BaseModel
+    ) -> ToolResult | None:
+        """Decide the call and put the decision on the log; the refusal the model reads, or
+        None when the call may run. A cancel while a person is being asked appends nothing:
+        the call is then answered "interrupted" like any other cancelled call."""
+        request = ApprovalRequest(
+            self.session_id,
+            call.id,
+            tool.name,
+            tool.present_call(args),
+            tool.present_approval(args),
+            call.arguments,
         )
+        granted = tool.name in self._grants.tools(self.session.events)
+        decision = await self.approval.decide(request, granted)
+        self.append(
+            "tool/approval",
+            ToolApproval(
+                call_id=call.id, decision=decision.decision, by=decision.by, scope=decision.scope
+            ),
+        )
+        if decision.by == "user":
+            self.session.commit()  # a person's answer, and a session grant, must not be lost
+        if decision.decision == "deny":
+            return ToolResult(denied_text(tool.name, decision.reason or "no reason"), True)
+        return None
 
     def _append_result(self, call_id: str, tool_name: str, result: ToolResult) -> None:
         try:

@@ -3,12 +3,13 @@
 from ._caller import CallingAgent, ChildOutcome
 from ._registry import Disposer, Preparation, RegisteredTool, ToolNameConflict, ToolRegistry
 from ._schema import SchemaError, strict_schema
-from ._tool import ExecContext, RawArguments, Tool, ToolResult
+from ._tool import Effect, ExecContext, RawArguments, Tool, ToolResult
 
 __all__ = [
     "CallingAgent",
     "ChildOutcome",
     "Disposer",
+    "Effect",
     "ExecContext",
     "Preparation",
     "RawArguments",

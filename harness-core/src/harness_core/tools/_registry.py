@@ -177,7 +177,11 @@ class ToolRegistry:
         parsed = self.parse(name, raw_arguments)
         if isinstance(parsed, ToolResult):
             return parsed
-        tool, args = parsed
+        return await self.run(*parsed, exec_ctx)
+
+    async def run(self, tool: Tool[Any], args: BaseModel, exec_ctx: ExecContext) -> ToolResult:
+        """Run a call `parse` accepted (the loop asks for approval in between)."""
+        name = tool.name
         try:
             # Typed as object: a plugin may break its contract, and this is where it shows.
             result: object = await tool.execute(args, exec_ctx)

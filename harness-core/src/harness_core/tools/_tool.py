@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from ._caller import CallingAgent
 
-__all__ = ["ExecContext", "RawArguments", "Tool", "ToolResult"]
+__all__ = ["Effect", "ExecContext", "RawArguments", "Tool", "ToolResult"]
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+# What a call may change. "log_only": only the calling session's log (todo_write);
+# "read_only": nothing; "outside": anything else (files, processes, the network, another
+# system). The approval policy asks only about "outside" calls.
+Effect = Literal["log_only", "read_only", "outside"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +59,11 @@ class Tool(ABC, Generic[ArgsT]):
     # An exclusive tool never runs beside another call of the same assistant message: its
     # calls run alone, in call order (todo_write is one: the later list must win).
     exclusive: ClassVar[bool] = False
-    # A log-only tool's sole effect is appending to the calling agent's session (todo_write).
-    # The loop need not make the assistant message durable before running it: a crash then
-    # loses the call and its effect together, which leaves a consistent log, and the step
-    # saves an fsync.
-    log_only: ClassVar[bool] = False
+    # Unless a tool says otherwise, it may change anything: approval asks before it runs,
+    # and the loop makes the assistant message durable first, so after a crash the log
+    # knows which calls were made. A log-only call needs neither: a crash loses the call and
+    # its effect together, which leaves a consistent log, and the step saves an fsync.
+    effect: ClassVar[Effect] = "outside"
 
     @abstractmethod
     async def execute(self, args: ArgsT, exec_ctx: ExecContext) -> ToolResult:
@@ -67,6 +72,11 @@ class Tool(ABC, Generic[ArgsT]):
     def present_call(self, args: ArgsT) -> str:
         """One short line describing the call, for hosts."""
         return self.name
+
+    def present_approval(self, args: ArgsT) -> str | None:
+        """What a person must see to approve the call, beyond its one line (bash: the whole
+        command); None when the one line says it all."""
+        return None
 
     def present_result(self, result: ToolResult) -> str | None:
         """A compact rendering of the result for hosts; None to show nothing extra."""

@@ -83,6 +83,10 @@ class BashTool(Tool[BashArgs]):
         first = args.command.strip().splitlines()[0] if args.command.strip() else ""
         return f"$ {first[:100]}"
 
+    def present_approval(self, args: BashArgs) -> str | None:
+        # The one line shows only the start: the person approving must see all of it.
+        return args.command if args.command != self.present_call(args)[2:] else None
+
     async def execute(self, args: BashArgs, exec_ctx: ExecContext) -> ToolResult:
         cwd = _working_directory(exec_ctx)
         if "\0" in args.command:  # no program can receive it: the OS refuses the argument

@@ -68,7 +68,7 @@ class TodoWriteTool(Tool[TodoWriteArgs]):
     description = DESCRIPTION
     arguments = TodoWriteArgs
     exclusive = True  # two writes in one message must land in call order: the later one wins
-    log_only = True  # its only effect is the todo/write event on the caller's session
+    effect = "log_only"  # its only effect is the todo/write event on the caller's session
 
     def __init__(self, *, allow_parallel_in_progress: bool = False) -> None:
         self.allow_parallel_in_progress = allow_parallel_in_progress

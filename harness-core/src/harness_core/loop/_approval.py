@@ -1,0 +1,133 @@
+"""Approval: whether a call with effects outside the log may run, decided before it runs.
+
+The policy decides per call: `auto` lets it run, `deny` refuses it, `ask` asks the host (the
+terminal inline, the web page on the tool row, an ACP client through
+`session/request_permission`). Every decision lands on the log as `tool/approval` before the
+call runs or is refused, so `show`, the web page and a replay say who allowed what. A user's
+"allow for this session" is folded from those events, never kept in memory only: it survives a
+resume. See docs/security.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from ..log import ApprovalBy, ApprovalDecision, ApprovalScope, Event
+
+__all__ = [
+    "POLICIES",
+    "Answer",
+    "Approval",
+    "ApprovalRequest",
+    "Asker",
+    "Decision",
+    "Policy",
+    "SessionGrants",
+    "denied_text",
+]
+
+Policy = Literal["ask", "auto", "deny"]
+POLICIES: Final[tuple[Policy, ...]] = ("ask", "auto", "deny")
+
+# What a person answers: allow this call, allow this tool for the rest of the session, or no.
+Answer = Literal["once", "session", "deny"]
+
+DENIED_BY_POLICY: Final = "the approval policy is deny (--approval)"
+DENIED_BY_USER: Final = "the user refused it"
+NOBODY_TO_ASK: Final = (
+    "the approval policy is ask and there is no one to ask here (no terminal); "
+    "run with --approval auto to let tools run"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """One question for a person: may this call run?"""
+
+    session_id: str
+    call_id: str
+    tool: str
+    summary: str  # the call's one line, as hosts show it
+    detail: str | None  # what else the person must see (bash: the whole command)
+    arguments: str  # the raw arguments, as the model sent them
+
+
+Asker = Callable[[ApprovalRequest], Awaitable[Answer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision as `tool/approval` records it, and the reason the model reads on a deny."""
+
+    decision: ApprovalDecision
+    by: ApprovalBy
+    scope: ApprovalScope = "once"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An agent's approval policy and, for `ask`, the host that answers (None: nobody can)."""
+
+    policy: Policy = "auto"
+    asker: Asker | None = None
+
+    async def decide(self, request: ApprovalRequest, granted: bool) -> Decision:
+        """Decide one call; `granted` says a user allowed its tool for the session."""
+        if self.policy == "auto":
+            return Decision("allow", "policy")
+        if self.policy == "deny":
+            return Decision("deny", "policy", reason=DENIED_BY_POLICY)
+        if granted:
+            return Decision("allow", "user", "session")
+        if self.asker is None:
+            return Decision("deny", "policy", reason=NOBODY_TO_ASK)
+        answer = await self.asker(request)
+        if answer == "deny":
+            return Decision("deny", "user", reason=DENIED_BY_USER)
+        return Decision("allow", "user", answer)
+
+
+def denied_text(tool: str, reason: str) -> str:
+    """The error result a refused call gets (docs/security.md)."""
+    return f"Error: {tool} was denied: {reason}"
+
+
+class SessionGrants:
+    """The tools a user allowed for the session, folded from its `tool/approval` events.
+
+    Folded incrementally: each call reads only the events appended since the last one. A
+    subagent's session starts with its parent's grants (`inherited`): the person who allowed
+    bash for the session also allowed it for the subagents that session starts.
+    """
+
+    def __init__(self, inherited: frozenset[str] = frozenset()) -> None:
+        self._tools: set[str] = set(inherited)
+        self._calls: dict[str, str] = {}  # call id -> tool, for the latest assistant message
+        self._read = 0
+
+    def tools(self, events: Sequence[Event]) -> frozenset[str]:
+        for event in events[self._read :]:
+            self._fold(event)
+        self._read = len(events)
+        return frozenset(self._tools)
+
+    def _fold(self, event: Event) -> None:
+        data = event.data
+        if event.type == "message/assistant":
+            calls = data.get("tool_calls") or ()
+            self._calls = {
+                str(c.get("id")): str(c.get("name")) for c in calls if isinstance(c, dict)
+            }
+        elif (
+            event.type == "tool/approval"
+            and data.get("decision") == "allow"
+            and data.get("by") == "user"
+            and data.get("scope") == "session"
+        ):
+            tool = self._calls.get(str(data.get("call_id")))
+            if tool is not None:
+                self._tools.add(tool)
