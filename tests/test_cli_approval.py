@@ -203,3 +203,28 @@ def test_show_says_who_allowed_each_call(tmp_path: Path, harness_home: Path) -> 
     assert "(allowed by the user for this session)" in run_cli("show", allowed).stdout
     refused = run_cli("show", denied).stdout
     assert "✗ $ touch" in refused and "bash was denied: the approval policy is deny" in refused
+
+
+def test_chat_asks_inline_and_the_answer_stays_out_of_the_prompt_history(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """In chat the question comes between prompts; `y` runs the call, the next prompt works,
+    and the answer is not a line of the chat history."""
+    marker = tmp_path / "ran"
+    model = write_script(
+        tmp_path / "s.json",
+        [{"tool_calls": [bash_call("touch ran")]}, {"text": "Touched."}, {"text": "Second."}],
+    )
+    term = terminal(tmp_path, "chat", "--approval", "ask", "--model", model)
+    term.expect("Ctrl-D or exit leaves")
+    term.send(b"touch it\r")
+    term.expect("Allow? [y] yes, once")
+    term.send(b"y\r")
+    term.expect(lambda t: t.lines[t.row_of("Touched.") + 1] == "›")
+    term.send(b"again\r")
+    term.expect(lambda t: t.lines[t.row_of("Second.") + 1] == "›")
+    term.send(b"exit\r")
+    assert term.wait(timeout=20) == 0, term.text
+    assert marker.exists()
+    history = (harness_home / "chat_history").read_text().splitlines()
+    assert history[-3:] == ["touch it", "again", "exit"]
