@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -115,6 +115,16 @@ class _CountingReader:
         data: bytes = self._handle.read(size)
         self._counts[self._name] = self._counts.get(self._name, 0) + len(data)
         return data
+
+    def readline(self) -> bytes:
+        line: bytes = self._handle.readline()
+        self._counts[self._name] = self._counts.get(self._name, 0) + len(line)
+        return line
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self._handle:
+            self._counts[self._name] = self._counts.get(self._name, 0) + len(line)
+            yield line
 
     def seek(self, offset: int, whence: int = 0) -> int:
         position: int = self._handle.seek(offset, whence)

@@ -14,6 +14,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,12 +51,16 @@ class LogWriteError(OSError):
 
 
 def parse_lines(
-    buf: bytes, first_seq: int = 0, first_line: int = 1, *, raw: list[bytes] | None = None
+    lines: Iterable[bytes],
+    first_seq: int = 0,
+    first_line: int = 1,
+    *,
+    raw: list[bytes] | None = None,
 ) -> tuple[list[Event], list[str]]:
-    """Parse complete lines (`buf` must end at a newline or be empty).
+    """Parse whole lines, each with or without its newline (JSON reads it as white space).
 
-    `first_line` is the file line number of `buf`'s first line, for the problems' messages.
-    `raw`, when given, receives each accepted line as stored (without its newline).
+    `first_line` is the file line number of the first line, for the problems' messages.
+    `raw`, when given, receives each accepted line as it was given.
 
     This is the replay hot path, inlined on purpose: it runs once per event on open, and the
     benchmark holds it to within 2x of bare `orjson.loads`. A line that is not a well-formed
@@ -65,8 +70,6 @@ def parse_lines(
     problems: list[str] = []
     loads = orjson.loads
     expected = first_seq
-    lines = buf.split(b"\n")
-    lines.pop()  # the empty string after the final newline
     for number, line in enumerate(lines, first_line):
         try:
             obj = loads(line)
@@ -116,14 +119,16 @@ def read_lines(path: Path, registry: EventTypeRegistry) -> Iterator[bytes]:
             carry += block
             cut = carry.rfind(b"\n") + 1
             if cut:
+                whole = carry[:cut].split(b"\n")
+                whole.pop()  # the empty string after the final newline
                 lines: list[bytes] = []
-                events, problems = parse_lines(carry[:cut], expected, number, raw=lines)
+                events, problems = parse_lines(whole, expected, number, raw=lines)
                 for problem in problems:
                     logger.warning("%s: %s", path.name, problem)
                 if events:
                     expected = events[-1].seq + 1
                     seen.update(e.type for e in events)
-                number += carry.count(b"\n", 0, cut)
+                number += len(whole)
                 yield from lines
                 carry = carry[cut:]  # a line that goes on in the next block, or a torn tail
             block = handle.read(_READ_BLOCK)
@@ -207,11 +212,13 @@ class SessionLog:
         try:
             if writable:
                 lock_exclusive(fd, path)
+            # Line by line, not one read of the whole file: a fresh buffer the size of a long
+            # session costs more in page faults and copies than parsing it.
             with os.fdopen(fd, "rb", closefd=False) as handle:
-                buf = handle.read()
-            _check_header(path, buf, writable=writable)
-            log = cls(path, registry, fd if writable else None)
-            log._load(buf)
+                first = handle.readline()
+                _check_header(path, first, writable=writable)
+                log = cls(path, registry, fd if writable else None)
+                log._load(chain((first,), handle))
         except BaseException:
             os.close(fd)
             raise
@@ -221,43 +228,43 @@ class SessionLog:
             log.listeners.append(partial(observer, log))
         return log
 
-    def _load(self, buf: bytes) -> None:
-        good = buf.rfind(b"\n") + 1
-        if good < len(buf):
+    def _load(self, lines: Iterable[bytes]) -> None:
+        whole = _WholeLines(lines)
+        self._ingest(whole, 0)
+        self._size, self._lines = whole.size, whole.count
+        if whole.torn:
             if self._fd is not None:
-                self._move_torn_tail_aside(buf, good)
+                self._move_torn_tail_aside(whole.torn, whole.size)
             else:
-                self.problems.append(f"ignoring {len(buf) - good} bytes after the last newline")
-        self._ingest(buf[:good] if good < len(buf) else buf, 0)
+                message = f"ignoring {len(whole.torn)} bytes after the last newline"
+                self.problems.insert(0, message)
         self.committed_seq = self.events[-1].seq if self.events else -1
         if self._fd is not None and dev_mode():
             self._checker = InvariantChecker.from_tail(self.events)
 
-    def _ingest(self, buf: bytes, first_seq: int) -> None:
+    def _ingest(self, lines: Iterable[bytes], first_seq: int) -> None:
         # Replay allocates one container per JSON object and keeps every one of them: the
         # cyclic collector would rescan the growing heap again and again for nothing, which
         # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
         with _gc_paused():
-            events, problems = parse_lines(buf, first_seq, self._lines + 1)
+            events, problems = parse_lines(lines, first_seq, self._lines + 1)
             # In `self.events` before the fold: a compaction asks what came before it there.
             self.events.extend(events)
             self.projection.fold_all(events)  # opening yields a ready projection
-        self._size += len(buf)
-        self._lines += buf.count(b"\n")
         problems += _unknown_types({e.type for e in events}, self.registry)
         for problem in problems:
             logger.warning("%s: %s", self.path.name, problem)
         self.problems.extend(problems)
 
-    def _move_torn_tail_aside(self, buf: bytes, good: int) -> None:
-        """Save bytes after the last newline next to the session, then cut them off."""
+    def _move_torn_tail_aside(self, torn: bytes, good: int) -> None:
+        """Save the bytes after the last newline next to the session, then cut them off."""
         assert self._fd is not None
-        aside = _create_aside(self.path, good, buf[good:])
+        aside = _create_aside(self.path, good, torn)
         os.ftruncate(self._fd, good)
         os.fsync(self._fd)
-        message = f"torn last line ({len(buf) - good} bytes) moved aside to {aside.name}"
+        message = f"torn last line ({len(torn)} bytes) moved aside to {aside.name}"
         logger.warning("%s: %s", self.path.name, message)
-        self.problems.append(message)
+        self.problems.insert(0, message)
 
     def refresh(self) -> list[Event]:
         """Read events appended by another process since the last read (readers only)."""
@@ -267,7 +274,11 @@ class SessionLog:
         good = chunk.rfind(b"\n") + 1
         before = len(self.events)
         if good:
-            self._ingest(chunk[:good], self.next_seq)
+            lines = chunk[:good].split(b"\n")
+            lines.pop()  # the empty string after the final newline
+            self._ingest(lines, self.next_seq)
+            self._size += good
+            self._lines += len(lines)
             self.committed_seq = self.events[-1].seq if self.events else -1
         return self.events[before:]
 
@@ -399,6 +410,32 @@ class SessionLog:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class _WholeLines:
+    """The lines of a file as it is read, each with its newline; a last line without one (a
+    writer mid-line, or a crash) is kept apart as `torn`. `size` and `count` are of the
+    whole lines, once they are all read."""
+
+    __slots__ = ("count", "lines", "size", "torn")
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self.lines = lines
+        self.count = self.size = 0
+        self.torn = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        count = size = 0
+        try:
+            for line in self.lines:
+                if not line.endswith(b"\n"):
+                    self.torn = line
+                    return
+                count += 1
+                size += len(line)
+                yield line
+        finally:
+            self.count, self.size = count, size
 
 
 def _seq(event: Event) -> int:
