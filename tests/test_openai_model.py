@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -496,8 +495,10 @@ async def test_model_failure_ends_the_turn_as_error(
 async def test_host_cancel_closes_a_slow_stream(
     openai_server: OpenAIServer, harness_home: Path
 ) -> None:
-    """Cancelling the task mid-stream returns at once, drops the connection, ends the turn."""
-    openai_server.expect(reply("word " * 40, pieces=40, delay=0.1))  # about 4 s in full
+    """Cancelling the task mid-stream drops the connection and ends the turn cancelled, long
+    before the stream would have ended (it would answer for a minute: the turn would then
+    end completed, with an assistant message)."""
+    openai_server.expect(reply("word " * 60, pieces=60, delay=1.0))  # a minute in full
     host, store, log = open_session(harness_home)
     first_text = anyio.Event()
 
@@ -510,10 +511,7 @@ async def test_host_cancel_closes_a_slow_stream(
             group.start_soon(agent.run_turn, "talk slowly")
             with anyio.fail_after(5):
                 await first_text.wait()
-            started = time.monotonic()
             group.cancel_scope.cancel()
-        elapsed = time.monotonic() - started
-    assert elapsed < 2.0, f"cancel took {elapsed:.2f}s; the stream had ~4 s to go"
     assert openai_server.wait_for_disconnect(timeout=2.0)
     assert openai_server.disconnects == [0]
     assert log.events[-1].type == "turn/end"
