@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -33,10 +34,13 @@ from acp.helpers import (
 )
 from acp.schema import (
     AgentCapabilities,
+    HttpMcpServer,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
+    McpServerStdio,
     NewSessionResponse,
     PromptResponse,
     SessionCapabilities,
@@ -48,9 +52,10 @@ from acp.schema import (
 )
 
 from .._version import __version__
-from ..hosts import Change, Conversation, ToolRow, one_line
+from ..hosts import Change, Conversation, McpServerSpec, ToolRow, one_line
 from ..hosts._present import call_label
 from ..log import Event, LogWriteError, SessionLog, SessionNotFound
+from ..tools import ToolRegistry
 from ._app import App, _describe, _expected, utf8_text
 
 if TYPE_CHECKING:
@@ -89,6 +94,8 @@ class Bridge:
         self.model_flag = model_flag
         self.sessions: dict[str, _Session] = {}
         self.client: Client | None = None
+        # The plugin that runs the MCP servers a client names per session, if one is installed.
+        self.mcp = app.host.hooks.session_mcp()
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -99,12 +106,15 @@ class Bridge:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
+                mcp_capabilities=McpCapabilities(http=bool(self.mcp and self.mcp.http), sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="harness", title="harness", version=__version__),
         )
 
-    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
         directory = _directory(cwd)
         model = self._model()  # before the session: a bad model spec leaves none
         try:
@@ -112,9 +122,11 @@ class Bridge:
         except Exception as exc:
             await _close_model(model)
             raise _request_error(exc) from None
-        return NewSessionResponse(session_id=self._open(log, model).id)
+        return NewSessionResponse(session_id=self._open(log, model, mcp_servers, directory).id)
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
         session = self.sessions.get(session_id)
         if session is None:
             log = _writer(self.app, session_id)
@@ -123,7 +135,7 @@ class Bridge:
             except RequestError:
                 log.close()  # releases the lock it just took
                 raise
-            session = self._open(log, model)
+            session = self._open(log, model, mcp_servers, cwd)
             if session.agent.cwd not in (None, cwd):
                 logger.warning(
                     "session %s runs its tools in %s, where it was created, not in %s",
@@ -177,11 +189,40 @@ class Bridge:
         except Exception as exc:
             raise _request_error(exc) from None
 
-    def _open(self, log: SessionLog, model: Model) -> _Session:
+    def _open(
+        self, log: SessionLog, model: Model, mcp_servers: list[Any] | None, cwd: str
+    ) -> _Session:
         assert self.client is not None, "the connection calls on_connect first"
-        session = _Session(self.app, log, model, self.client)
+        tools, stop = self._client_tools(mcp_servers or [], cwd)
+        session = _Session(self.app, log, model, self.client, tools, stop)
         self.sessions[session.id] = session
         return session
+
+    def _client_tools(
+        self, servers: list[Any], cwd: str
+    ) -> tuple[ToolRegistry, Callable[[], None] | None]:
+        """The session's tools: the host's, plus those of the MCP servers the client names."""
+        specs = [spec for server in servers if (spec := self._mcp_spec(server)) is not None]
+        if not specs:
+            return self.app.host.tools, None
+        if self.mcp is None:
+            names = ", ".join(spec.name for spec in specs)
+            logger.warning("MCP servers %s not started: install harness-tool-mcp", names)
+            return self.app.host.tools, None
+        tools = ToolRegistry(base=self.app.host.tools)
+        return tools, self.mcp.attach(specs, tools, cwd)
+
+    def _mcp_spec(self, server: Any) -> McpServerSpec | None:
+        if isinstance(server, McpServerStdio):
+            env = tuple((variable.name, variable.value) for variable in server.env)
+            return McpServerSpec(server.name, server.command, tuple(server.args), env)
+        if isinstance(server, HttpMcpServer) and self.mcp is not None and self.mcp.http:
+            headers = tuple((header.name, header.value) for header in server.headers)
+            return McpServerSpec(server.name, url=server.url, headers=headers)
+        # initialize said which kinds work; a client that sends another is told on stderr.
+        kind = getattr(server, "type", "unknown")
+        logger.warning("MCP server %s not started: %s servers are not supported", server.name, kind)
+        return None
 
     def _session(self, session_id: str) -> _Session:
         session = self.sessions.get(session_id)
@@ -196,15 +237,24 @@ class Bridge:
 class _Session:
     """One harness session a client drives: its writer, agent, projection and update queue."""
 
-    def __init__(self, app: App, log: SessionLog, model: Model, client: Client) -> None:
+    def __init__(
+        self,
+        app: App,
+        log: SessionLog,
+        model: Model,
+        client: Client,
+        tools: ToolRegistry,
+        stop_servers: Callable[[], None] | None,
+    ) -> None:
         self.log = log
         self.id = log.session_id
         self.model = model
         self.client = client
-        self.tools = app.host.tools
+        self.tools = tools
+        self._stop_servers = stop_servers  # the MCP servers the client named for the session
         self.running = False
         self.conversation = Conversation()
-        self.agent: Agent = app.agent(log, model, self._on_event, self._on_delta)
+        self.agent: Agent = app.agent(log, model, self._on_event, self._on_delta, tools=tools)
         # A turn a crashed process left open is closed first, so it replays as ended.
         self.agent.repair()
         for event in log.events:
@@ -252,6 +302,8 @@ class _Session:
     async def aclose(self) -> None:
         self._pump.cancel()
         await _close_model(self.model)
+        if self._stop_servers is not None:
+            self._stop_servers()
         self.log.close()
 
     # -- the loop's callbacks --------------------------------------------------------------

@@ -37,6 +37,7 @@ from ..plugins import PluginHost, PluginLoadError
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
     from ..loop import Agent, Approval, Asker, CompactionPolicy, Policy
     from ..models import DeltaSink, Model
+    from ..tools import ToolRegistry
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -371,13 +372,15 @@ class App:
         on_event: EventSink,
         on_delta: DeltaSink | None,
         approval: Approval | None = None,
+        tools: ToolRegistry | None = None,
     ) -> Agent:
+        """An agent on `log` with the host's tools, or `tools` (a session's own, over them)."""
         from ..loop import Agent
 
         return Agent(
             log,
             model,
-            self.host.tools,
+            tools if tools is not None else self.host.tools,
             max_steps=self.max_steps(),
             store=self.store,
             on_event=on_event,

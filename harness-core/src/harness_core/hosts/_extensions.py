@@ -8,7 +8,9 @@ These are the shapes of what fills the slots (see docs/hook-catalog.md for the h
   (`harness_terminal_strip`);
 - `SnapshotFields`: fields a host ships with a conversation snapshot, such as the web tail
   page's `todos` (`harness_snapshot_fields`);
-- `DockEntry`: a JS module a web page mounts in one of its slots (`harness_web_dock`).
+- `DockEntry`: a JS module a web page mounts in one of its slots (`harness_web_dock`);
+- `SessionMcp`: runs the MCP servers a client hands a session, `McpServerSpec` each
+  (`harness_session_mcp`).
 
 Folds see the events of one session in seq order, exactly once each; they hold state derived
 from the log only, so every host and every replay shows the same thing.
@@ -27,13 +29,16 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
     from ..log import Event
+    from ..tools import ToolRegistry
 
 __all__ = [
     "Command",
     "CommandContext",
     "CommandError",
     "DockEntry",
+    "McpServerSpec",
     "SessionFold",
+    "SessionMcp",
     "SnapshotFields",
     "StripLine",
     "Styled",
@@ -157,3 +162,32 @@ class DockEntry:
         if not found.is_file():
             raise FileNotFoundError(f"{self.package} has no {self.module}")
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerSpec:
+    """One MCP server a client hands a session (an entry of ACP's `mcpServers`).
+
+    A stdio server has `command`, `args` and `env` (the variables it is given, as name and
+    value); a Streamable HTTP server has `url` and `headers`.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMcp:
+    """A plugin's offer to run the MCP servers a client hands a session.
+
+    `attach(servers, tools, cwd)` registers the servers' tools on `tools`, that session's own
+    registry (stdio servers start in `cwd` when the session first needs them), and returns
+    what stops them when the session ends. `http` says whether Streamable HTTP servers work.
+    """
+
+    attach: Callable[[Sequence[McpServerSpec], ToolRegistry, str], Callable[[], None]]
+    http: bool = False

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import pluggy
 
 if TYPE_CHECKING:
-    from ..hosts import Command, DockEntry, SnapshotFields, TerminalStrip
+    from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
     from ..log import Event, EventType, SessionLog
     from ..models import Model
     from ._context import PluginContext
@@ -123,6 +123,11 @@ class Hooks:
             for name, result in self._isolated("harness_web_dock", {})
             for entry in result or ()
         ]
+
+    def session_mcp(self) -> SessionMcp | None:
+        """The first plugin's offer to run a client's MCP servers, or None."""
+        offers = (offer for _, offer in self._isolated("harness_session_mcp", {}) if offer)
+        return next(offers, None)
 
     def _isolated(self, hook: str, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         """Each implementation's result in plugin load order; one that raises is reported."""

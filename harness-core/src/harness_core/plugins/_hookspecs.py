@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 if TYPE_CHECKING:
-    from ..hosts import Command, DockEntry, SnapshotFields, TerminalStrip
+    from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
     from ..log import Event, EventType, SessionLog
     from ..models import Model
     from ._context import PluginContext
@@ -134,3 +134,15 @@ def harness_web_dock() -> Sequence[DockEntry]:
     strip above the prompt). An entry whose module is missing is reported and skipped.
     """
     raise NotImplementedError
+
+
+@hookspec(firstresult=True)
+def harness_session_mcp() -> SessionMcp | None:
+    """Offer to run the MCP servers a client hands a session (ACP's `mcpServers`), or None.
+
+    Return `SessionMcp(attach, http)`; the first plugin to answer is used. The ACP bridge
+    asks once: `initialize` advertises `mcpCapabilities.http` from it, and each
+    `session/new` or `session/load` that names servers gets its own tool registry over the
+    host's, passed to `attach(servers, tools, cwd)`; what `attach` returns is called when
+    the session ends. Keep the hook light (import inside `attach`): it runs at startup.
+    """
