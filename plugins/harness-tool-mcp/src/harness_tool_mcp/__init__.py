@@ -5,7 +5,8 @@ A namespace plugin: `name`, `inject` and hook implementations. Each server confi
 registration, see `ToolRegistry.defer`), all in parallel; its tools register as `NAME__TOOL`,
 sent non-strict with the server's own JSON schema, which the registry checks before each call,
 and are registered again when the server says they changed. `harness mcp` lists the servers,
-their state and their tools.
+their state and their tools. `harness_session_mcp` runs the servers an ACP client names for
+one session, on that session's own registry.
 
 The module stays light: the hooks import the SDK only when called, so `harness --help` and the
 query commands do not pay for it.
@@ -14,18 +15,26 @@ query commands do not pay for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from harness_core.hosts import SessionMcp
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
-    from harness_core.hosts import Command
+    from harness_core.hosts import Command, McpServerSpec
     from harness_core.plugins import PluginContext
+    from harness_core.tools import ToolRegistry
 
     from ._start import ServerTools
 
-__all__ = ["harness_cli_commands", "harness_register_tools", "inject", "name"]
+__all__ = [
+    "harness_cli_commands",
+    "harness_register_tools",
+    "harness_session_mcp",
+    "inject",
+    "name",
+]
 
 name = "mcp"
 inject = ("tools", "config", "logger")
@@ -48,7 +57,8 @@ def harness_register_tools(ctx: PluginContext) -> None:
         nonlocal servers
         from ._start import ServerTools
 
-        servers = servers or ServerTools(config.servers, os.environ, ctx.tools, ctx.logger)
+        tables = {name: (table, os.environ) for name, table in config.servers.items()}
+        servers = servers or ServerTools(tables, ctx.tools, ctx.logger)
         await servers.start()
 
     ctx.tools.defer(start)
@@ -59,3 +69,14 @@ def harness_cli_commands() -> Sequence[Command]:
     from ._command import MCP
 
     return [MCP]
+
+
+@hookimpl
+def harness_session_mcp() -> SessionMcp:
+    return SessionMcp(attach=_attach, http=True)
+
+
+def _attach(servers: Sequence[McpServerSpec], tools: ToolRegistry, cwd: str) -> Callable[[], None]:
+    from ._client import attach  # the SDK loads only when a client names servers
+
+    return attach(servers, tools, cwd)

@@ -45,13 +45,11 @@ class ServerTools:
 
     def __init__(
         self,
-        servers: Mapping[str, ServerConfig],
-        environ: Mapping[str, str],
+        servers: Mapping[str, tuple[ServerConfig, Mapping[str, str]]],
         tools: ProviderTools,
         logger: logging.Logger,
     ) -> None:
-        self._configs = dict(servers)
-        self._environ = environ
+        self._configs = dict(servers)  # NAME: (its table, the environment its `env` reads)
         self._tools = tools
         self._logger = logger
         self.servers: list[Server] = []
@@ -61,7 +59,8 @@ class ServerTools:
         if not self.servers:  # a start cancelled half way runs again: the runtime stays
             runtime = Runtime()
             self.servers = [
-                Server(name, cfg, runtime, self._environ) for name, cfg in self._configs.items()
+                Server(name, config, runtime, environ)
+                for name, (config, environ) in self._configs.items()
             ]
         await self.servers[0].runtime.run(_start_all, self.servers)
         for server in self.servers:

@@ -1,0 +1,51 @@
+"""harness-tool-mcp behind `harness acp`: the MCP servers a client names run for its session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from acp import PROTOCOL_VERSION
+from acp.schema import EnvVariable, McpServerStdio
+from test_acp import bridge, prompt
+from test_cli_support import read_events, write_script
+
+TINY = (
+    Path(__file__).resolve().parents[1]
+    / "plugins"
+    / "harness-tool-mcp"
+    / "tests"
+    / "tiny_server.py"
+)
+
+
+async def test_harness_session_mcp_runs_a_clients_stdio_server_for_its_session_only(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """initialize offers http (not sse); session/new's stdio server is called in a scripted
+    turn with the variable the client gave it; a session without it finds no such tool."""
+    steps = [
+        {"tool_calls": [{"name": "tiny__environment", "arguments": {"name": "GIVEN"}}]},
+        {"text": "Done."},
+    ]
+    model = write_script(tmp_path / "s.json", steps)
+    tiny = McpServerStdio(
+        name="tiny",
+        command=sys.executable,
+        args=[str(TINY)],
+        env=[EnvVariable(name="GIVEN", value="by the client")],
+    )
+    async with bridge(tmp_path, "--model", model) as (conn, recorder):
+        offered = (await conn.initialize(protocol_version=PROTOCOL_VERSION)).agent_capabilities
+        with_tiny = await conn.new_session(cwd=str(tmp_path), mcp_servers=[tiny])
+        first = await conn.prompt(session_id=with_tiny.session_id, prompt=prompt("go"))
+        without = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        second = await conn.prompt(session_id=without.session_id, prompt=prompt("go"))
+    assert offered.mcp_capabilities.http is True and offered.mcp_capabilities.sse is False
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    called, missing = recorder.of("tool_call_update")
+    assert (called.status, called.content[0].content.text) == ("completed", "by the client")
+    assert missing.status == "failed"
+    assert missing.content[0].content.text.startswith('Error: unknown tool "tiny__environment"')
+    events = read_events(harness_home, with_tiny.session_id)
+    assert [e["data"]["text"] for e in events if e["type"] == "tool/result"] == ["by the client"]
