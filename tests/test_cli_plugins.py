@@ -23,6 +23,7 @@ RECORD_KEYS = {
     "tools",
     "load_ms",
     "commands",
+    "effects",
 }
 
 
@@ -53,6 +54,8 @@ def test_json_lists_the_builtins_and_the_todo_plugin() -> None:
     )
     assert todo["tools"] == ["todo_write"]
     assert todo["commands"] == ["todos"]
+    assert todo["effects"] == {"todo_write": "log_only"}
+    assert found["builtins"]["effects"] == {"bash": "outside", "subagent": "outside"}
     assert found["builtins"]["commands"] == []
     assert "harness_register_tools" in todo["hooks"]  # type: ignore[operator]
 
@@ -64,7 +67,9 @@ def test_plain_output_names_each_plugin_and_its_tools() -> None:
     assert (
         "todo (harness-tool-todo 0.1.0, entry point harness_tool_todo): loaded in" in result.stdout
     )
-    assert "  tools: todo_write" in result.stdout
+    # Marked: approval never asks about a tool whose only effect is its own log event.
+    assert "  tools: todo_write (log only)" in result.stdout
+    assert "  tools: bash, subagent\n" in result.stdout
 
 
 def test_a_broken_plugin_is_reported_and_the_others_load(broken_site: dict[str, str]) -> None:

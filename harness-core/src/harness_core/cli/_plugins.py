@@ -10,6 +10,8 @@ import dataclasses
 import json
 import sys
 from argparse import Namespace
+from collections.abc import Mapping
+from typing import Final
 
 import anyio
 
@@ -29,24 +31,36 @@ def plugins(args: Namespace) -> int:
     commands: dict[str, list[str]] = {}
     for plugin, command in app.host.hooks.cli_commands():
         commands.setdefault(plugin, []).append(command.name)
+    effects = {
+        name: tool.effect for name in app.host.tools.names() if (tool := app.host.tools.get(name))
+    }
     if args.json:
         payload = [
-            {**dataclasses.asdict(record), "commands": commands.get(record.name, [])}
+            {
+                **dataclasses.asdict(record),
+                "commands": commands.get(record.name, []),
+                "effects": {name: effects[name] for name in record.tools if name in effects},
+            }
             for record in records
         ]
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     for record in records:
-        print("\n".join(_describe(record, commands.get(record.name, []))))
+        print("\n".join(_describe(record, commands.get(record.name, []), effects)))
     return 0
 
 
-def _describe(record: PluginRecord, commands: list[str]) -> list[str]:
+# How the text output marks a tool that approval never asks about (docs/security.md).
+_QUIET_EFFECTS: Final = {"log_only": "log only", "read_only": "read only"}
+
+
+def _describe(record: PluginRecord, commands: list[str], effects: Mapping[str, str]) -> list[str]:
     dist = f"{record.dist} {record.version}".strip()
     head = f"{record.name} ({dist}, entry point {record.entry_point}): {record.status}"
     if record.status == "loaded":
         lines = [f"{head} in {record.load_ms:.1f} ms"]
-        lines.append(f"  tools: {', '.join(record.tools) or '(none)'}")
+        tools = [_tool_label(name, effects.get(name)) for name in record.tools]
+        lines.append(f"  tools: {', '.join(tools) or '(none)'}")
         lines.append(f"  hooks: {', '.join(record.hooks) or '(none)'}")
         if commands:
             lines.append(f"  commands: {', '.join(commands)}")
@@ -69,3 +83,8 @@ def sandbox_check(args: Namespace) -> int:
     network = "with network" if app.settings.sandbox_network else "no network"
     print(f"sandbox: workspace works here (bubblewrap; {network})")
     return 0
+
+
+def _tool_label(name: str, effect: str | None) -> str:
+    quiet = _QUIET_EFFECTS.get(effect or "")
+    return f"{name} ({quiet})" if quiet else name
