@@ -58,10 +58,14 @@ class Recorder:
 
 @asynccontextmanager
 async def bridge(
-    tmp_path: Path, *args: str, env: dict[str, str | None] | None = None
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str | None] | None = None,
+    client: Recorder | None = None,
 ) -> AsyncIterator[tuple[ClientSideConnection, Recorder]]:
-    """A `harness acp ARGS` subprocess and the SDK client connected to it, initialized."""
-    recorder = Recorder()
+    """A `harness acp ARGS` subprocess and the SDK client (`client`, else a plain Recorder)
+    connected to it, initialized."""
+    recorder = client or Recorder()
     with (tmp_path / "acp-stderr.txt").open("ab") as stderr:
         async with spawn_agent_process(
             recorder,

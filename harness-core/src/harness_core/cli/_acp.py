@@ -20,9 +20,12 @@ import signal
 import sys
 import threading
 from argparse import Namespace
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ._app import App
+
+if TYPE_CHECKING:
+    from ..loop import Policy
 
 __all__ = ["acp"]
 
@@ -36,7 +39,10 @@ def acp(args: Namespace) -> int:
     protocol_in, protocol_out = _claim_stdio()
     app = App()  # plugins load here: whatever they print goes to stderr now
     app.use_sandbox(args.sandbox)
-    asyncio.run(_serve(app, args.model, protocol_in, protocol_out))
+    # Whether a person types at the bridge is a question about the protocol's input: fd 0 is
+    # /dev/null by now. A client's pipe means `auto` unless --approval ask says otherwise.
+    policy = app.approval_policy(args.approval, interactive=os.isatty(protocol_in))
+    asyncio.run(_serve(app, args.model, policy, protocol_in, protocol_out))
     return 0
 
 
@@ -51,12 +57,14 @@ def _claim_stdio() -> tuple[int, int]:
     return protocol_in, protocol_out
 
 
-async def _serve(app: App, model_flag: str | None, protocol_in: int, protocol_out: int) -> None:
+async def _serve(
+    app: App, model_flag: str | None, policy: Policy, protocol_in: int, protocol_out: int
+) -> None:
     from acp.agent.connection import AgentSideConnection
 
     from ._acp_bridge import Bridge
 
-    bridge = Bridge(app, model_flag)
+    bridge = Bridge(app, model_flag, policy)
     lines = _Lines(protocol_in, protocol_out)
     # Bridge implements only the methods it serves (see _acp_bridge), so it is not the SDK's
     # full Agent protocol as far as a type checker knows; the SDK routes by attribute.

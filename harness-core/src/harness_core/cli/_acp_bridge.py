@@ -8,6 +8,10 @@ nothing a client could act on, and its state (the plan) is a presentation this a
 bridge deliberately does not send (notes/acp-automation-only.md). Its calls still run and
 land on the log.
 
+Under `--approval ask` a call with effects outside the log is asked about through
+`session/request_permission` once its `tool_call` (status `pending`) is out; the client's
+option becomes the decision the loop puts on the log (docs/acp.md).
+
 The class implements the agent side of the protocol by duck typing, not by subclassing the
 SDK's `Agent` protocol: a subclass would inherit a method for every request and answer the
 ones it does not implement with an empty result instead of `-32601`.
@@ -34,6 +38,7 @@ from acp.helpers import (
 )
 from acp.schema import (
     AgentCapabilities,
+    AllowedOutcome,
     HttpMcpServer,
     Implementation,
     InitializeResponse,
@@ -42,12 +47,14 @@ from acp.schema import (
     McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
+    PermissionOption,
     PromptResponse,
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
     StopReason,
     ToolCallStatus,
+    ToolCallUpdate,
     ToolKind,
 )
 
@@ -55,13 +62,14 @@ from .._version import __version__
 from ..hosts import Change, Conversation, McpServerSpec, ToolRow, one_line
 from ..hosts._present import call_label
 from ..log import Event, LogWriteError, SessionLog, SessionNotFound
+from ..loop import Answer, Approval, ApprovalRequest
 from ..tools import ToolRegistry
 from ._app import App, _describe, _expected, utf8_text
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from ..loop import Agent
+    from ..loop import Agent, Policy
     from ..models import Model
 
 __all__ = ["Bridge"]
@@ -82,6 +90,13 @@ ROW_STATUS: Final[dict[str, ToolCallStatus]] = {
 }
 # The client picks an icon by kind; tools it cannot classify are "other".
 TOOL_KINDS: Final[dict[str, ToolKind]] = {"bash": "execute"}
+# The three answers of an approval question, as ACP permission options (option id = kind).
+PERMISSION_OPTIONS: Final = [
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(option_id="allow_always", name="Allow for this session", kind="allow_always"),
+    PermissionOption(option_id="reject_once", name="Deny", kind="reject_once"),
+]
+ANSWERS: Final[dict[str, Answer]] = {"allow_once": "once", "allow_always": "session"}
 
 Update = Any  # one of the SDK's session update models
 
@@ -89,9 +104,10 @@ Update = Any  # one of the SDK's session update models
 class Bridge:
     """The agent side of ACP for one client connection: its sessions and their turns."""
 
-    def __init__(self, app: App, model_flag: str | None) -> None:
+    def __init__(self, app: App, model_flag: str | None, policy: Policy = "auto") -> None:
         self.app = app
         self.model_flag = model_flag
+        self.policy = policy
         self.sessions: dict[str, _Session] = {}
         self.client: Client | None = None
         # The plugin that runs the MCP servers a client names per session, if one is installed.
@@ -194,7 +210,7 @@ class Bridge:
     ) -> _Session:
         assert self.client is not None, "the connection calls on_connect first"
         tools, stop = self._client_tools(mcp_servers or [], cwd)
-        session = _Session(self.app, log, model, self.client, tools, stop)
+        session = _Session(self.app, log, model, self.client, tools, stop, self.policy)
         self.sessions[session.id] = session
         return session
 
@@ -245,6 +261,7 @@ class _Session:
         client: Client,
         tools: ToolRegistry,
         stop_servers: Callable[[], None] | None,
+        policy: Policy,
     ) -> None:
         self.log = log
         self.id = log.session_id
@@ -253,8 +270,14 @@ class _Session:
         self.tools = tools
         self._stop_servers = stop_servers  # the MCP servers the client named for the session
         self.running = False
+        self.asks = policy == "ask"
+        self._client_failed = False  # a failed question is reported once per session
         self.conversation = Conversation()
-        self.agent: Agent = app.agent(log, model, self._on_event, self._on_delta, tools=tools)
+        # Subagents share this Approval, so their questions reach the client on this session.
+        approval = Approval(policy, self._ask)
+        self.agent: Agent = app.agent(
+            log, model, self._on_event, self._on_delta, approval, tools=tools
+        )
         # A turn a crashed process left open is closed first, so it replays as ended.
         self.agent.repair()
         for event in log.events:
@@ -308,6 +331,44 @@ class _Session:
 
     # -- the loop's callbacks --------------------------------------------------------------
 
+    async def _ask(self, request: ApprovalRequest) -> Answer:
+        """The agent's Asker: `session/request_permission` for one call, mapped to an Answer.
+
+        A `cancelled` outcome or a failed request refuses the call. A `session/cancel` while
+        the client decides cancels the turn instead: the CancelledError passes through and
+        the loop answers the call "interrupted".
+        """
+        await self._updates.join()  # the call's `tool_call` reaches the client first
+        detail = request.detail
+        tool_call = ToolCallUpdate(
+            tool_call_id=request.call_id,
+            title=request.summary,
+            kind=TOOL_KINDS.get(request.tool, "other"),
+            status="pending",
+            content=[tool_content(text_block(detail))] if detail is not None else None,
+            raw_input=_arguments(request.arguments),
+        )
+        try:
+            response = await self.client.request_permission(
+                session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
+            )
+        except Exception as exc:  # a client without the method, or one that went away
+            if not self._client_failed:
+                self._client_failed = True
+                logger.warning(
+                    "the client could not be asked whether %s may run (%s): it is refused",
+                    request.tool,
+                    one_line(str(exc), 300),
+                )
+            return "deny"
+        outcome = response.outcome
+        if isinstance(outcome, AllowedOutcome):
+            return ANSWERS.get(outcome.option_id, "deny")
+        # ACP clients answer `cancelled` right after they send session/cancel: let that
+        # cancel reach the turn first, so the call is answered interrupted, not denied.
+        await asyncio.sleep(0)
+        return "deny"
+
     def _on_event(self, log: SessionLog, event: Event) -> None:
         if log is not self.log or not self.running:
             # A subagent's session (the client sees its parent's tool call only), or the
@@ -335,6 +396,10 @@ class _Session:
                 updates.append(update_agent_message_text(entry.text))
             updates += [self._call_started(r) for r in entry.rows if self._presented(r)]
             return updates
+        if change.kind == "approval" and change.row is not None:
+            row = change.row
+            if self._waits(row) and (row.approval or {}).get("decision") == "allow":
+                return [update_tool_call(row.call_id, status="in_progress")]
         if change.kind == "row_finished" and change.row is not None:
             row = change.row
             if self._presented(row):
@@ -355,12 +420,21 @@ class _Session:
         tool = self.tools.get(row.name)
         return tool is None or tool.effect != "log_only"
 
+    def _waits(self, row: ToolRow) -> bool:
+        """Whether a call starts `pending`: the policy asks before it runs (approval)."""
+        tool = self.tools.get(row.name)
+        return self.asks and tool is not None and tool.effect == "outside"
+
     def _call_started(self, row: ToolRow, *, final: bool = False) -> Update:
+        if final:
+            status = ROW_STATUS[row.state]
+        else:
+            status = "pending" if self._waits(row) else "in_progress"
         return start_tool_call(
             row.call_id,
             call_label(self.tools, row.name, row.arguments),
             kind=TOOL_KINDS.get(row.name, "other"),
-            status=ROW_STATUS[row.state] if final else "in_progress",
+            status=status,
             content=[tool_content(text_block(row.text))] if final and row.text else None,
             raw_input=_arguments(row.arguments),
         )

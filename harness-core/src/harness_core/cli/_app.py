@@ -264,22 +264,29 @@ class App:
     # -- approval --------------------------------------------------------------------------
 
     def approval(self, flag: str | None, asker: Asker | None) -> Approval:
-        """The approval policy (--approval, else HARNESS_APPROVAL / config `approval`, else
-        `ask` on a terminal and `auto` otherwise) with the host's way to ask, `asker`.
+        """The approval policy (`approval_policy`) with the host's way to ask, `asker`.
 
         `ask` where nobody can be asked refuses every call with effects outside the log; it
         says so once, here, and each refusal tells the model why.
         """
         from ..loop import Approval
 
-        chosen = flag or self.settings.approval or ("ask" if sys.stdin.isatty() else "auto")
-        policy = cast("Policy", chosen)  # argparse and the config check allow nothing else
+        policy = self.approval_policy(flag)
         if policy == "ask" and asker is None:
             logging.getLogger("harness.approval").warning(
                 "approval is ask but nobody can be asked here (no terminal): calls with effects "
                 "outside the log will be refused; --approval auto lets them run"
             )
         return Approval(policy, asker)
+
+    def approval_policy(self, flag: str | None, *, interactive: bool | None = None) -> Policy:
+        """--approval, else HARNESS_APPROVAL / config `approval`, else `ask` when a person is
+        at the input (`interactive`; by default, whether stdin is a terminal) and `auto`
+        otherwise. `harness acp` passes its protocol input: its fd 0 is /dev/null by then."""
+        if interactive is None:
+            interactive = sys.stdin.isatty()
+        chosen = flag or self.settings.approval or ("ask" if interactive else "auto")
+        return cast("Policy", chosen)  # argparse and the config check allow nothing else
 
     # -- the model -------------------------------------------------------------------------
 

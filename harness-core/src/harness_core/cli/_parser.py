@@ -218,4 +218,5 @@ the input. The first line on stdout is the URL to open, with a token every /api 
 ACP: Final = """\
 Serve the Agent Client Protocol on stdin/stdout for an editor or orchestrator that launches
 harness as its agent. stdout carries JSON-RPC only; logs and anything a plugin prints go to
-stderr. Tools run without asking and the todo plan is not sent: see docs/acp.md."""
+stderr. Tools run without asking unless --approval ask has the client ask its user
+(session/request_permission); the todo plan is not sent: see docs/acp.md."""
