@@ -80,12 +80,15 @@ def last_event(path: Path) -> Event | None:
 def last_event_in(fd: int) -> Event | None:
     """`last_event` of a file already open (and checked to be a regular file)."""
     for buffer, lo, hi in _runs_backwards(fd):
-        for line in reversed(buffer[lo:hi].split(b"\n")):
-            if line:
+        end = hi
+        while end >= lo:  # the run's lines, newest first, until one decodes
+            start = buffer.rfind(b"\n", lo, end) + 1 or lo
+            if start < end:
                 try:
-                    return decode_line(bytes(line))
+                    return decode_line(bytes(buffer[start:end]))
                 except EnvelopeError:
-                    continue
+                    pass
+            end = start - 1
     return None
 
 
@@ -123,7 +126,7 @@ def _runs_backwards(fd: int) -> Iterator[Run]:
 def _prepend_block(fd: int, buffer: bytearray, offset: int, size: int, carry: int) -> bool:
     """Make `buffer` hold the file's `size` bytes at `offset`, then its first `carry` bytes."""
     if len(buffer) < size + carry:
-        buffer.extend(bytes(size + carry - len(buffer)))
+        buffer.extend(bytearray(size + carry - len(buffer)))
     buffer[size : size + carry] = buffer[:carry]
     with memoryview(buffer) as view:
         return os.preadv(fd, [view[:size]], offset) == size
