@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -121,10 +121,10 @@ class _CountingReader:
         self._counts[self._name] = self._counts.get(self._name, 0) + len(line)
         return line
 
-    def __iter__(self) -> Iterator[bytes]:
-        for line in self._handle:
-            self._counts[self._name] = self._counts.get(self._name, 0) + len(line)
-            yield line
+    def readlines(self, hint: int = -1) -> list[bytes]:
+        lines: list[bytes] = self._handle.readlines(hint)
+        self._counts[self._name] = self._counts.get(self._name, 0) + sum(map(len, lines))
+        return lines
 
     def seek(self, offset: int, whence: int = 0) -> int:
         position: int = self._handle.seek(offset, whence)

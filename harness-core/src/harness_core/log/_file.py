@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
@@ -218,7 +218,7 @@ class SessionLog:
                 first = handle.readline()
                 _check_header(path, first, writable=writable)
                 log = cls(path, registry, fd if writable else None)
-                log._load(chain((first,), handle))
+                log._load(_WholeLines(handle, first))
         except BaseException:
             os.close(fd)
             raise
@@ -228,8 +228,7 @@ class SessionLog:
             log.listeners.append(partial(observer, log))
         return log
 
-    def _load(self, lines: Iterable[bytes]) -> None:
-        whole = _WholeLines(lines)
+    def _load(self, whole: _WholeLines) -> None:
         self._ingest(whole, 0)
         self._size, self._lines = whole.size, whole.count
         if whole.torn:
@@ -413,29 +412,34 @@ class SessionLog:
 
 
 class _WholeLines:
-    """The lines of a file as it is read, each with its newline; a last line without one (a
-    writer mid-line, or a crash) is kept apart as `torn`. `size` and `count` are of the
-    whole lines, once they are all read."""
+    """A file's lines as it is read, each with its newline, starting with `first` (read
+    already); a last line without one (a writer mid-line, or a crash) is kept apart as `torn`.
+    `size` and `count` are of the whole lines, once they are all read.
 
-    __slots__ = ("count", "lines", "size", "torn")
+    The lines come a block at a time (`readlines`), chained in C: a generator resumed per line
+    would cost more than the check for a torn line, which only the last block needs.
+    """
 
-    def __init__(self, lines: Iterable[bytes]) -> None:
-        self.lines = lines
+    __slots__ = ("count", "first", "handle", "size", "torn")
+
+    def __init__(self, handle: BinaryIO, first: bytes) -> None:
+        self.handle = handle
+        self.first = first
         self.count = self.size = 0
         self.torn = b""
 
     def __iter__(self) -> Iterator[bytes]:
-        count = size = 0
-        try:
-            for line in self.lines:
-                if not line.endswith(b"\n"):
-                    self.torn = line
-                    return
-                count += 1
-                size += len(line)
-                yield line
-        finally:
-            self.count, self.size = count, size
+        return chain.from_iterable(self._blocks())
+
+    def _blocks(self) -> Iterator[list[bytes]]:
+        lines = [self.first]
+        while lines:
+            if not lines[-1].endswith(b"\n"):  # only the file's last line can lack one
+                self.torn = lines.pop()
+            self.count += len(lines)
+            self.size += sum(map(len, lines))
+            yield lines
+            lines = self.handle.readlines(_READ_BLOCK)
 
 
 def _seq(event: Event) -> int:
