@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -349,40 +348,6 @@ def test_raw_stdio_every_line_is_json_rpc(
     assert answered[2]["agentCapabilities"]["loadSession"] is True
     assert answered[2]["agentInfo"]["name"] == "harness"
     assert answered[4]["sessionId"]
-
-
-ACPX_VERSION = "0.19.1"
-
-
-@pytest.fixture(scope="session")
-def acpx() -> str:
-    """The `acpx` headless ACP client from npm, installed once into the user's cache."""
-    prefix = Path.home() / ".cache" / "harness-tests" / f"acpx-{ACPX_VERSION}"
-    binary = prefix / "node_modules" / ".bin" / "acpx"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed: the acpx client test needs it")
-        installed = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                f"acpx@{ACPX_VERSION}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if installed.returncode != 0 or not binary.exists():
-            pytest.skip(
-                f"npm could not install acpx@{ACPX_VERSION}: {installed.stderr.strip()[-300:]}"
-            )
-    return str(binary)
 
 
 def test_acpx_drives_a_turn_to_the_end(acpx: str, tmp_path: Path, harness_home: Path) -> None:

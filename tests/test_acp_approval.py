@@ -4,6 +4,8 @@ is on the log before the call runs (a real `harness acp` subprocess, scripted mo
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,15 @@ import pytest
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 from harness_core.log import INTERRUPTED_TEXT
 from test_acp import Recorder, bridge, prompt
-from test_cli_support import bash_call, read_events, todo_call, write_script
+from test_cli_support import (
+    HARNESS,
+    bash_call,
+    child_env,
+    read_events,
+    session_ids,
+    todo_call,
+    write_script,
+)
 
 DENIED_BY_USER = "Error: bash was denied: the user refused it"
 ASK = ("--approval", "ask")
@@ -225,3 +235,29 @@ async def test_a_client_that_cannot_be_asked_refuses_the_call(
     assert not (tmp_path / "one").exists()
     stderr = (tmp_path / "acp-stderr.txt").read_text()
     assert stderr.count("the client could not be asked whether bash may run") == 1
+
+
+@pytest.mark.parametrize(("flag", "ran"), [("--approve-all", True), ("--deny-all", False)])
+def test_acpx_answers_the_question(
+    acpx: str, tmp_path: Path, harness_home: Path, flag: str, ran: bool
+) -> None:
+    """A client nobody here wrote (acpx) is asked under --approval ask and its answer holds."""
+    model = write_script(tmp_path / "s.json", touching("ran"))
+    agent = f"{HARNESS} acp --approval ask --model {model}"
+    result = subprocess.run(
+        [acpx, flag, "--agent", agent, "--cwd", str(tmp_path), "--format", "json", "exec", "go"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    methods = [m.get("method") for m in messages]
+    assert methods.count("session/request_permission") == 1, result.stderr
+    assert {"stopReason": "end_turn"} in [m.get("result") for m in messages]
+    assert (tmp_path / "ran").exists() == ran
+    (session,) = session_ids(harness_home)
+    assert [(a["decision"], a["by"]) for a in approvals(harness_home, session)] == [
+        ("allow" if ran else "deny", "user")
+    ]
