@@ -153,6 +153,29 @@ async def test_deny_refuses_the_call_and_replays_it_as_failed(
     assert call.status == "failed" and call.content[0].content.text == DENIED_BY_USER
 
 
+async def test_a_subagents_calls_are_asked_on_the_parents_session(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """The subagent call is asked, then its bash on the client's session, under an id that
+    names the subagent's session; both answers land on their own session's log."""
+    steps = [
+        {"tool_calls": [{"name": "subagent", "arguments": {"task": "Touch it."}}]},
+        *touching("ran"),
+        {"text": "The subagent is done."},
+    ]
+    client = Approver("allow_once", "allow_once")
+    model = write_script(tmp_path / "s.json", steps)
+    async with bridge(tmp_path, *ASK, "--model", model, client=client) as (conn, _):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=prompt("Delegate"))
+    assert answer.stop_reason == "end_turn" and (tmp_path / "ran").exists()
+    (parent_call, _, _), (child_call, _, _) = client.requests
+    assert parent_call.kind == "other" and child_call.title == "$ touch ran"
+    child = next(s for s in session_ids(harness_home) if s != sid)
+    assert child_call.tool_call_id == f"{child}/{approvals(harness_home, child)[0]['call_id']}"
+    assert [a["by"] for a in approvals(harness_home, sid)] == ["user"]
+
+
 class Holding(Recorder):
     """A client that keeps the permission request open until released, then answers
     `cancelled` (what ACP clients answer after session/cancel)."""

@@ -339,9 +339,14 @@ class _Session:
         the loop answers the call "interrupted".
         """
         await self._updates.join()  # the call's `tool_call` reaches the client first
+        call_id = request.call_id
+        if request.session_id != self.id:
+            # A subagent's call: the client never saw it, and its id, unique only in the
+            # subagent's session, must not name one of this session's calls.
+            call_id = f"{request.session_id}/{call_id}"
         detail = request.detail
         tool_call = ToolCallUpdate(
-            tool_call_id=request.call_id,
+            tool_call_id=call_id,
             title=request.summary,
             kind=TOOL_KINDS.get(request.tool, "other"),
             status="pending",
