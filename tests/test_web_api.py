@@ -1,22 +1,34 @@
 """The web host's API over real HTTP: `harness serve` in a subprocess, httpx as the client.
 
 Security (token, Host, Origin), the session list, turns and their queue, cancel, the tail page
-with its host-computed `todos`, older pages, SSE with resume, 409 and 422.
+with its host-computed `todos`, older pages, SSE with resume, 409 and 422, and approval
+questions (answered, refused, granted for the session across a restart, cancelled, a
+subagent's, the demo's none).
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from harness_core.log import SessionStore
+from harness_core.log import INTERRUPTED_TEXT, SessionStore
 from harness_core.plugins import PluginHost
 from harness_core.testing.openai_server import OpenAIServer, reply, tool_call
 from test_cli_support import bash_call, todo_call, write_script
-from web_support import Served, serve, sse_events
+from web_support import (
+    ONCE_DENY_SESSION,
+    SUBAGENT_ASKS,
+    Served,
+    asking,
+    decisions,
+    serve,
+    sse_events,
+)
 
 PLAN_AND_ANSWER = [
     {"text": "Planning.", "tool_calls": [todo_call(("Look", "in_progress"), ("Tell", "pending"))]},
@@ -224,3 +236,145 @@ def test_a_web_turn_compacts_past_the_configured_share_of_the_window(
     (compaction,) = [e for e in page["events"] if e["type"] == "context/compact"]
     assert compaction["data"]["summary"] == "Echoed twice."
     assert openai_server.requests[3].messages[1]["content"].endswith("Echoed twice.")
+
+
+ASKED = [
+    {"tool_calls": [bash_call("echo once")]},
+    {"tool_calls": [bash_call("echo refused")]},
+    {"tool_calls": [bash_call("echo session")]},
+    {"tool_calls": [bash_call("echo granted")]},
+    {"text": "Done."},
+]
+DENIED = "Error: bash was denied: the user refused it"
+
+
+def test_under_ask_each_call_waits_for_an_answer_that_lands_on_the_log(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """--approval ask: the snapshot and `event: approval` carry the question; once, deny and
+    session answers run, refuse (the model reads why) and grant; bad answers get 422/404/409."""
+    with asking(harness_home, tmp_path / "asked.json", ASKED) as (served, client, session):
+        with client.stream("GET", f"/api/sessions/{session}/events") as stream:
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+            announced = next_named(stream, "approval")
+        question = served.wait_question(session)
+        assert question == announced
+        assert (question["tool"], question["summary"]) == ("bash", "$ echo once")
+        assert question["session_id"] == session
+        approvals = f"/api/sessions/{session}/approvals"
+        malformed = client.post(approvals, json={"call_id": question["call_id"], "answer": "yes"})
+        assert malformed.status_code == 422
+        assert client.post(approvals, json={"call_id": "nope", "answer": "once"}).status_code == 404
+        for answer in ("once", "deny", "session"):
+            question = served.wait_question(session)
+            reply = client.post(approvals, json={"call_id": question["call_id"], "answer": answer})
+            assert reply.status_code == 200
+            again = client.post(approvals, json={"call_id": question["call_id"], "answer": "once"})
+            assert again.status_code == 409
+        page = served.wait_idle(session)
+    assert decisions(page) == ONCE_DENY_SESSION  # the fourth call ran on the grant
+    results = [e["data"]["text"] for e in page["events"] if e["type"] == "tool/result"]
+    assert results[0].startswith("once") and results[1] == DENIED
+    assert page["snapshot"]["approvals"] == []
+    notes = sorted(str(row["approval"]) for row in page["rows"].values())
+    assert notes == [
+        "None",
+        "allowed by the user",
+        "allowed by the user for this session",
+        "allowed by the user for this session",
+    ]
+
+
+def test_allow_for_the_session_survives_a_server_restart(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """A session grant answered on the page lets the next server run bash without asking."""
+    first = write_script(
+        tmp_path / "one.json", [{"tool_calls": [bash_call("true")]}, {"text": "1"}]
+    )
+    with serve(harness_home, "--model", first, "--approval", "ask") as served:
+        with served.client() as client:
+            session = client.post("/api/sessions", json={}).json()["id"]
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": "one"})
+            question = served.wait_question(session)
+            body = {"call_id": question["call_id"], "answer": "session"}
+            client.post(f"/api/sessions/{session}/approvals", json=body)
+        served.wait_idle(session)
+    second = write_script(
+        tmp_path / "two.json", [{"tool_calls": [bash_call("true")]}, {"text": "2"}]
+    )
+    with serve(harness_home, "--model", second, "--approval", "ask") as served:
+        with served.client() as client:
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": "two"})
+        page = served.wait_idle(session)
+    last = [e["data"] for e in page["events"] if e["type"] == "tool/approval"][-1]
+    assert (last["decision"], last["by"], last["scope"]) == ("allow", "user", "session")
+    assert [e["data"]["status"] for e in page["events"] if e["type"] == "turn/end"] == [
+        "completed",
+        "completed",
+    ]
+
+
+def test_cancel_while_a_question_is_open_interrupts_the_call_and_closes_it(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """Cancel at an open question: no decision on the log, the call answered "interrupted",
+    the turn cancelled, the question gone from the snapshot."""
+    with asking(
+        harness_home, tmp_path / "cancel.json", [{"tool_calls": [bash_call("echo no")]}]
+    ) as (served, client, session):
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        question = served.wait_question(session)
+        assert client.post(f"/api/sessions/{session}/cancel").json() == {"cancelled": True}
+        page = served.wait_idle(session)
+        late = {"call_id": question["call_id"], "answer": "once"}
+        assert client.post(f"/api/sessions/{session}/approvals", json=late).status_code == 409
+    types = [e["type"] for e in page["events"]]
+    assert "tool/approval" not in types
+    (result,) = [e["data"] for e in page["events"] if e["type"] == "tool/result"]
+    assert result["is_error"] and result["text"] == INTERRUPTED_TEXT
+    assert page["events"][-1]["data"]["status"] == "cancelled"
+    assert page["snapshot"]["approvals"] == []
+
+
+def test_a_subagents_question_reaches_the_parent_session(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """The subagent's bash asks on the page of the session that started it, naming its own
+    session; answered there, both turns finish."""
+    with asking(harness_home, tmp_path / "sub.json", SUBAGENT_ASKS) as (served, client, session):
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "Delegate."})
+        for tool in ("subagent", "bash"):
+            question = served.wait_question(session)
+            assert question["tool"] == tool
+            assert (question["session_id"] == session) == (tool == "subagent")
+            body = {"call_id": question["call_id"], "answer": "once"}
+            assert client.post(f"/api/sessions/{session}/approvals", json=body).status_code == 200
+        page = served.wait_idle(session)
+    assert page["events"][-2]["data"]["text"] == "Parent done."
+
+
+def test_the_embedded_demo_runs_hands_free_under_ask(harness_home: Path) -> None:
+    """--approval ask: the demo's fixed commands still run without a question."""
+    with serve(harness_home, "--approval", "ask") as served, served.client() as client:
+        prompt = client.get("/api/config").json()["demo"]
+        session = client.post("/api/sessions", json={"model": "demo"}).json()["id"]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": prompt})
+        page = served.wait_idle(session, timeout=60)
+    bys = {e["data"]["by"] for e in page["events"] if e["type"] == "tool/approval"}
+    assert bys == {"policy"}
+    assert page["events"][-1]["data"]["status"] == "completed"
+
+
+def next_named(response: httpx.Response, name: str) -> dict[str, Any]:
+    """The data of the next SSE event called `name` on a streaming response."""
+    event = None
+    for line in response.iter_lines():
+        if line.startswith("event:"):
+            event = line.partition(":")[2].strip()
+        elif line.startswith("data:") and event == name:
+            data: dict[str, Any] = json.loads(line.partition(":")[2])
+            return data
+        elif not line:
+            event = None
+    raise AssertionError(f"the stream ended before an {name} event")

@@ -2,7 +2,8 @@
 
 They pin what a person sees: the TodoRow summary and state, the docked plan panel's content,
 its live update when the model writes again, the collapse round trip (also across a reload),
-the panel leaving at the next turn, the embedded demo, and hostile text shown as text.
+the panel leaving at the next turn, the embedded demo, hostile text shown as text, and
+approval: rows waiting for allow or deny, cancel at a question, a subagent's question.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from pathlib import Path
 
 import pytest
 from test_cli_support import bash_call, todo_call, write_script
-from web_support import Served, free_port, serve
+from web_support import (
+    ONCE_DENY_SESSION,
+    SUBAGENT_ASKS,
+    Served,
+    asking,
+    decisions,
+    free_port,
+    serve,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -122,11 +131,16 @@ def test_the_plan_panel_fills_in_live_collapses_and_clears_at_the_next_turn(
 
 
 def test_the_embedded_demo_runs_without_a_model(page: object, harness_home: Path) -> None:
-    """No model configured: the page offers the demo, whose plan fills in to 4/4."""
+    """No model configured: the page offers the demo, whose plan fills in to 4/4; under
+    --approval ask it still asks nothing (its commands are fixed) and says so in one line."""
     expect = playwright_api.expect
-    with serve(harness_home) as served:
+    with serve(harness_home, "--approval", "ask") as served:
         page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
         page.click("[data-testid=demo]")  # type: ignore[attr-defined]
+        note = page.locator("[data-testid=demo-note]")  # type: ignore[attr-defined]
+        expect(note).to_have_text(
+            "demo: its commands are fixed and harmless, so tools run without asking"
+        )
         summary = page.locator("[data-testid=todo-summary]")  # type: ignore[attr-defined]
         expect(summary).to_contain_text("4/4", timeout=20000)
         rows = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
@@ -215,3 +229,99 @@ def test_the_page_catches_up_after_a_server_restart_without_a_reload(
         expect(answers).to_have_text(["First answer.", "After the restart."], timeout=20000)
         users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
         expect(users).to_have_text(["one", "two"])
+
+
+DENIED = "Error: bash was denied: the user refused it"
+LONG = "echo allowed && echo " + "x" * 120  # longer than the row's one line
+ASKING = [
+    {"tool_calls": [bash_call(LONG)]},
+    {"tool_calls": [bash_call("echo refused")]},
+    {"tool_calls": [bash_call("echo for the session")]},
+    {"tool_calls": [bash_call("echo granted")]},
+    {"text": "Done."},
+]
+
+
+def test_a_waiting_row_is_allowed_and_denied_by_clicks(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """--approval ask: each bash row waits with three buttons and the whole command; allow
+    runs it, deny sends the model the refusal, allow for the session answers the next call,
+    and who allowed what is still shown after a reload."""
+    expect = playwright_api.expect
+    with asking(harness_home, tmp_path / "asking.json", ASKING) as (served, _client, session):
+        open_session(page, served, session)
+        send(page, "go")
+        rows = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        first = rows.nth(0)
+        expect(first).to_have_attribute("data-state", "waiting", timeout=15000)
+        expect(first.locator("[data-testid=approval-detail]")).to_have_text(LONG)
+        first.locator("[data-testid=allow]").click()
+        expect(first).to_have_attribute("data-state", "ok", timeout=15000)
+        expect(first.locator("[data-testid=allow]")).to_have_count(0)
+        expect(first.locator("[data-testid=approval-note]")).to_have_text("allowed by the user")
+        second = rows.nth(1)
+        expect(second).to_have_attribute("data-state", "waiting", timeout=15000)
+        second.locator("[data-testid=deny]").click()
+        expect(second).to_have_attribute("data-state", "error", timeout=15000)
+        expect(second.locator("[data-testid=tool-output]")).to_have_text(
+            DENIED, use_inner_text=False
+        )
+        third = rows.nth(2)
+        expect(third).to_have_attribute("data-state", "waiting", timeout=15000)
+        third.locator("[data-testid=allow-session]").click()
+        expect(rows.nth(3)).to_have_attribute("data-state", "ok", timeout=15000)
+        expect(rows.nth(3).locator("[data-testid=approval-note]")).to_have_text(
+            "allowed by the user for this session"
+        )
+        page_data = served.wait_idle(session)
+        page.reload()  # type: ignore[attr-defined]
+        expect(rows.nth(2).locator("[data-testid=approval-note]")).to_have_text(
+            "allowed by the user for this session", timeout=15000
+        )
+        for n, state in enumerate(["ok", "error", "ok", "ok"]):
+            expect(rows.nth(n)).to_have_attribute("data-state", state)
+    assert decisions(page_data) == ONCE_DENY_SESSION  # the fourth call ran on the grant
+    results = [e["data"]["text"] for e in page_data["events"] if e["type"] == "tool/result"]
+    assert results[1] == DENIED
+
+
+def test_cancel_at_a_waiting_row_interrupts_it(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """Cancel while the row waits: its buttons go, the row ends in error, the turn cancelled."""
+    expect = playwright_api.expect
+    with asking(
+        harness_home, tmp_path / "cancel.json", [{"tool_calls": [bash_call("echo no")]}]
+    ) as (served, _client, session):
+        open_session(page, served, session)
+        send(page, "go")
+        row = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
+        page.click("[data-testid=cancel]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "error", timeout=15000)
+        expect(row.locator("[data-testid=deny]")).to_have_count(0)
+        expect(page.locator(".turn-note")).to_have_text("turn cancelled")  # type: ignore[attr-defined]
+
+
+def test_a_subagents_question_waits_in_a_card_on_the_parent_page(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """The subagent's bash (a call the parent page has no row for) waits in a card with the
+    same buttons; allowing it lets both turns finish."""
+    expect = playwright_api.expect
+    with asking(harness_home, tmp_path / "sub.json", SUBAGENT_ASKS) as (served, _client, session):
+        open_session(page, served, session)
+        send(page, "Delegate.")
+        row = page.locator("[data-testid=tool-row][data-tool=subagent]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
+        row.locator("[data-testid=allow]").click()
+        card = page.locator("[data-testid=approval-card]")  # type: ignore[attr-defined]
+        expect(card).to_contain_text("bash (in a subagent) wants to run: $ echo hi", timeout=15000)
+        expect(row).to_have_attribute("data-state", "running")
+        card.locator("[data-testid=allow]").click()
+        expect(card).to_have_count(0, timeout=15000)
+        expect(row).to_have_attribute("data-state", "ok", timeout=15000)
+        expect(page.locator("[data-testid=message][data-role=assistant]").last).to_have_text(  # type: ignore[attr-defined]
+            "Parent done.", timeout=15000
+        )

@@ -8,14 +8,14 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-from test_cli_support import HARNESS, child_env
+from test_cli_support import HARNESS, child_env, write_script
 
 URL_LINE = re.compile(r"harness web: (http://([\w.:]+):(\d+)/)\?token=(\S+)$")
 
@@ -52,6 +52,18 @@ class Served:
                 assert time.monotonic() < deadline, f"still running: {snapshot}"
                 time.sleep(0.05)
 
+    def wait_question(self, session_id: str, timeout: float = 20) -> dict[str, Any]:
+        """The first open approval question of the session's tail page, once one is open."""
+        deadline = time.monotonic() + timeout
+        with self.client() as client:
+            while True:
+                snapshot = client.get(f"/api/sessions/{session_id}/history").json()["snapshot"]
+                if snapshot["approvals"]:
+                    question: dict[str, Any] = snapshot["approvals"][0]
+                    return question
+                assert time.monotonic() < deadline, f"no question opened: {snapshot}"
+                time.sleep(0.05)
+
 
 @contextmanager
 def serve(
@@ -61,6 +73,7 @@ def serve(
     process = subprocess.Popen(
         [HARNESS, "serve", "--port", str(port), *args],
         env=child_env({"HARNESS_HOME": str(home), **(env or {})}),
+        stdin=subprocess.DEVNULL,  # no terminal: the approval policy defaults to auto
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -82,6 +95,45 @@ def serve(
         except subprocess.TimeoutExpired:
             process.kill()
             served.stderr = process.communicate()[1]
+
+
+# A parent that delegates to a subagent, whose bash asks: two questions under `ask`.
+SUBAGENT_ASKS = [
+    {"tool_calls": [{"name": "subagent", "arguments": {"task": "Say hi."}}]},
+    {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+    {"text": "Child done."},
+    {"text": "Parent done."},
+]
+
+
+@contextmanager
+def asking(
+    home: Path, script: Path, steps: Sequence[Mapping[str, Any]]
+) -> Iterator[tuple[Served, httpx.Client, str]]:
+    """`harness serve --approval ask` on a scripted model: the server, a client, a new session."""
+    with (
+        serve(home, "--model", write_script(script, steps), "--approval", "ask") as served,
+        served.client() as client,
+    ):
+        yield served, client, client.post("/api/sessions", json={}).json()["id"]
+
+
+# What the page's four clicks (once, deny, session, then the grant's call) put on the log.
+ONCE_DENY_SESSION = [
+    ("allow", "user", "once"),
+    ("deny", "user", "once"),
+    ("allow", "user", "session"),
+    ("allow", "user", "session"),
+]
+
+
+def decisions(page: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """A history page's `tool/approval` events as (decision, by, scope)."""
+    return [
+        (e["data"]["decision"], e["data"]["by"], e["data"]["scope"])
+        for e in page["events"]
+        if e["type"] == "tool/approval"
+    ]
 
 
 def sse_events(response: httpx.Response, *, until: int) -> list[dict[str, Any]]:
@@ -107,7 +159,16 @@ def sse_events(response: httpx.Response, *, until: int) -> list[dict[str, Any]]:
     return received
 
 
-__all__ = ["Served", "free_port", "serve", "sse_events"]
+__all__ = [
+    "ONCE_DENY_SESSION",
+    "SUBAGENT_ASKS",
+    "Served",
+    "asking",
+    "decisions",
+    "free_port",
+    "serve",
+    "sse_events",
+]
 
 
 def free_port() -> int:

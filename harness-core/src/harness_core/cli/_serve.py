@@ -38,6 +38,9 @@ def serve(args: Namespace) -> int:
         cwd=os.getcwd(),
         demo_prompt=_demo_prompt(),
         compaction=app.compaction,
+        # the page can always ask: under `ask` each call with effects outside the log waits
+        approval=lambda asker: app.approval(args.approval, asker),
+        hands_free=lambda spec: (spec or default) == DEMO,
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from ..hosts import DockEntry, one_line
 from ..log import NotASession, SessionLocked, SessionNotFound
-from ._hub import Hub
+from ._hub import ANSWERS, Hub, NotWaiting
 
 __all__ = ["COOKIE", "create_app"]
 
@@ -127,6 +127,17 @@ def create_app(
     async def cancel(request: Request) -> Response:
         return JSONResponse({"cancelled": hub.cancel(request.path_params["id"])})
 
+    async def approvals(request: Request) -> Response:
+        body = await _body(request)
+        call_id, answer = body.get("call_id"), body.get("answer")
+        if not isinstance(call_id, str) or answer not in ANSWERS:
+            raise _Unprocessable('the body must be {"call_id": str, "answer": once|session|deny}')
+        try:
+            hub.answer(request.path_params["id"], call_id, answer)
+        except NotWaiting as exc:
+            return _error(409 if exc.known else 404, str(exc))
+        return JSONResponse({"answered": call_id})
+
     async def events(request: Request) -> Response:
         session_id = request.path_params["id"]
         after = request.headers.get("last-event-id") or request.query_params.get("after")
@@ -154,6 +165,7 @@ def create_app(
             Route("/api/sessions/{id}/events", api(events)),
             Route("/api/sessions/{id}/turns", api(turns), methods=["POST"]),
             Route("/api/sessions/{id}/cancel", api(cancel), methods=["POST"]),
+            Route("/api/sessions/{id}/approvals", api(approvals), methods=["POST"]),
         ]
     )
 

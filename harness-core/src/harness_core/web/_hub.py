@@ -5,6 +5,11 @@ Every event reaches subscribers by one path: the hub's reader of the session fil
 server runs append through their own writer and pump at once; a session another process
 writes is watched while someone subscribes to it. Prompts sent while a turn runs wait in the
 session's queue and run in order, on one writer held for the whole queue.
+
+A question the approval policy asks (`ask`) waits in the session's live state, never on the
+log: the tail page's snapshot lists the open ones (`approvals`) and the stream announces each
+(`event: approval`); the answer comes back through `answer`, and the decision the loop then
+appends (`tool/approval`) reaches the page like any other event.
 """
 
 from __future__ import annotations
@@ -12,26 +17,35 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..hosts import SessionSnapshot, SnapshotFields, ToolRow
+from ..hosts import SessionSnapshot, SnapshotFields, ToolRow, approval_note
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog, SessionStore
-from ..loop import Agent, CompactionPolicy
+from ..loop import Agent, Answer, Approval, ApprovalRequest, Asker, CompactionPolicy
 from ..models import DeltaSink, Model, ModelResponse
 from ..tools import ToolRegistry
 
-__all__ = ["Hub", "Message", "WebRuntime"]
+__all__ = ["ANSWERS", "Hub", "Message", "NotWaiting", "WebRuntime"]
 
 logger = logging.getLogger("harness.web")
 
 WATCH_INTERVAL: Final = 0.25  # seconds between looks at a file another process writes
 
-# What subscribers receive: ("event", envelope), ("delta", {...}) or ("snapshot", {...}).
+# What subscribers receive: ("event", envelope), ("delta", {...}), ("row", {...}),
+# ("approval", {...}) or ("snapshot", {...}).
 Message = tuple[str, dict[str, Any]]
+
+ANSWERS: Final[tuple[Answer, ...]] = ("once", "session", "deny")
+
+# The hub session whose turn is running in this task. A subagent asks through its parent's
+# Approval from inside the parent's turn (tasks copy the context), so its question reaches the
+# page that started the turn even though it names the subagent's own session.
+_TURN_OF: contextvars.ContextVar[str] = contextvars.ContextVar("harness_web_turn")
 
 
 @dataclass(slots=True)
@@ -49,6 +63,38 @@ class WebRuntime:
     demo_prompt: str | None = None  # the embedded demo's prompt, offered when no model is set
     # when a turn compacts, for the model it runs (the settings' compact_at, context_window)
     compaction: Callable[[Model], CompactionPolicy] = lambda model: CompactionPolicy()
+    # the approval policy, given the hub's way to ask (the page): `App.approval`
+    approval: Callable[[Asker], Approval] = lambda asker: Approval()
+    # whether turns on this model spec run without asking: the embedded demo, whose commands
+    # are fixed and harmless
+    hands_free: Callable[[str | None], bool] = lambda spec: False
+
+
+class NotWaiting(Exception):
+    """An answer to a question that is not open; `known`: the call was asked about or made
+    (answered already, or cancelled), else the session never had it."""
+
+    def __init__(self, message: str, *, known: bool) -> None:
+        super().__init__(message)
+        self.known = known
+
+
+@dataclass(slots=True)
+class _Question:
+    """An open approval question and the future its answer resolves."""
+
+    request: ApprovalRequest
+    answer: asyncio.Future[Answer]
+
+    def to_json(self) -> dict[str, Any]:
+        request = self.request
+        return {
+            "call_id": request.call_id,
+            "session_id": request.session_id,
+            "tool": request.tool,
+            "summary": request.summary,
+            "detail": request.detail,
+        }
 
 
 @dataclass(slots=True)
@@ -65,6 +111,8 @@ class _Live:
     players: dict[str, Model] = field(default_factory=dict)
     spec: str | None = None  # the model the session was created with
     shipped: dict[str, Any] = field(default_factory=dict)  # the last snapshot sent
+    questions: dict[str, _Question] = field(default_factory=dict)  # open ones, by call id
+    asked: set[str] = field(default_factory=set)  # every call id asked about, open or not
 
 
 class Hub:
@@ -73,6 +121,7 @@ class Hub:
     def __init__(self, runtime: WebRuntime) -> None:
         self.runtime = runtime
         self._live: dict[str, _Live] = {}
+        self.approval = runtime.approval(self.ask)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -129,6 +178,7 @@ class Hub:
             **live.snapshot.fields(),
             "running": live.worker is not None,
             "queued": [prompt for prompt, _ in live.queue],
+            "approvals": [question.to_json() for question in live.questions.values()],
         }
 
     # -- fan-out ---------------------------------------------------------------------------
@@ -157,6 +207,7 @@ class Hub:
             "state": row.state,
             "label": call_label(tools, row.name, row.arguments),
             "summary": summary,
+            "approval": approval_note(row),
         }
 
     def ship_snapshot(self, live: _Live) -> None:
@@ -220,6 +271,36 @@ class Hub:
         live.agent.cancel()
         return True
 
+    # -- approval --------------------------------------------------------------------------
+
+    async def ask(self, request: ApprovalRequest) -> Answer:
+        """The agents' Asker: open the question on the page of the turn, wait for a click.
+
+        A cancel while it waits raises here; the question closes and the loop answers the
+        call "interrupted".
+        """
+        live = self._live[_TURN_OF.get()]
+        question = _Question(request, asyncio.get_running_loop().create_future())
+        live.questions[request.call_id] = question
+        live.asked.add(request.call_id)
+        self._send(live, ("approval", question.to_json()))
+        self.ship_snapshot(live)
+        try:
+            return await question.answer
+        finally:
+            del live.questions[request.call_id]
+            self.ship_snapshot(live)
+
+    def answer(self, session_id: str, call_id: str, answer: Answer) -> None:
+        """Answer an open question; NotWaiting when none is open for `call_id`."""
+        live = self.live(session_id)
+        question = live.questions.get(call_id)
+        if question is None or question.answer.done():
+            known = call_id in live.asked or call_id in live.snapshot.conversation.rows
+            state = "is not waiting for an answer" if known else "is not a call of this session"
+            raise NotWaiting(f"call {call_id} {state}", known=known)
+        question.answer.set_result(answer)
+
     def _player(self, live: _Live, spec: str | None) -> Model:
         """The session's model for `spec`: a scripted one continues where it stopped."""
         key = spec or ""
@@ -231,6 +312,7 @@ class Hub:
     async def _work(self, session_id: str, log: SessionLog) -> None:
         """Run the queue's prompts in order on one writer, then let the session go."""
         live = self._live[session_id]
+        _TURN_OF.set(session_id)  # this task's context: the turns it runs ask on this page
         try:
             with log:
                 log.listeners.append(lambda _event: self.pump(session_id))
@@ -261,6 +343,7 @@ class Hub:
             on_delta=delta,
             store=runtime.store,
             compaction=runtime.compaction(model),
+            approval=Approval("auto") if runtime.hands_free(spec) else self.approval,
         )
         await live.agent.run_turn(prompt)
 

@@ -2,7 +2,7 @@
 // Model and tool text is only ever set as text (textContent), never parsed as HTML.
 
 const $ = (id) => document.getElementById(id);
-const state = { id: null, source: null, lastSeq: -1, rows: new Map(), streaming: "",
+const state = { id: null, source: null, lastSeq: -1, rows: new Map(), questions: new Map(), streaming: "",
                 snapshotListeners: [], unmounts: [], config: { model: null, demo: null } };
 
 async function api(path, options = {}) {
@@ -76,8 +76,58 @@ function summaryOf(row) {
 function applyRow(row) {
   const node = state.rows.get(row.call_id);
   if (!node) return;
-  node.dataset.state = row.state;
+  node.dataset.state = row.state === "running" && state.questions.has(row.call_id) ? "waiting" : row.state;
   node.querySelector("[data-testid=tool-summary]").textContent = summaryOf(row);
+  node.querySelector("[data-testid=approval-note]").textContent = row.approval || "";
+}
+
+// -- approval: a call waits for allow once / allow for this session / deny -----------------
+
+function answer(callId, reply, buttons) {
+  for (const button of buttons.querySelectorAll("button")) button.disabled = true;
+  api(`/api/sessions/${state.id}/approvals`, { method: "POST", body: JSON.stringify({ call_id: callId, answer: reply }) })
+    .catch((e) => status(e.message));
+}
+
+function askBox(question) {
+  const box = el("div", { class: "approval", "data-testid": "approval" });
+  if (question.detail) box.append(el("pre", { "data-testid": "approval-detail" }, question.detail));
+  const buttons = el("div", { class: "approval-buttons" });
+  for (const [testid, reply, label] of [["allow", "once", "Allow once"],
+      ["allow-session", "session", `Allow ${question.tool} for this session`], ["deny", "deny", "Deny"]]) {
+    const button = el("button", { type: "button", "data-testid": testid }, label);
+    button.onclick = () => answer(question.call_id, reply, buttons);
+    buttons.append(button);
+  }
+  box.append(buttons);
+  return box;
+}
+
+// The open questions (the snapshot's `approvals`): a question about a call on this page waits
+// in its row; one about a call the page does not show (a subagent's) waits in a card.
+function applyQuestions(questions) {
+  const open = new Map(questions.map((q) => [q.call_id, q]));
+  for (const [callId] of state.questions) {
+    const node = state.rows.get(callId);
+    if (open.has(callId) || !node) continue;
+    node.querySelector("[data-testid=approval]")?.remove();
+    if (node.dataset.state === "waiting") node.dataset.state = "running";
+  }
+  const cards = [];
+  for (const question of open.values()) {
+    const node = state.rows.get(question.call_id);
+    if (!node) {
+      const card = el("div", { class: "approval-card", "data-testid": "approval-card", "data-tool": question.tool });
+      const where = question.session_id === state.id ? "" : " (in a subagent)";
+      card.append(el("div", {}, `${question.tool}${where} wants to run: ${question.summary}`), askBox(question));
+      cards.push(card);
+    } else if (!state.questions.has(question.call_id) || !node.querySelector("[data-testid=approval]")) {
+      node.dataset.state = "waiting";
+      node.append(askBox(question));
+    }
+  }
+  $("approvals").replaceChildren(...cards);
+  state.questions = open;
 }
 
 function toolRow(call) {
@@ -88,8 +138,10 @@ function toolRow(call) {
   head.append(el("span", { class: "mark" }), el("span", { class: "name" }, call.name),
               el("span", { "data-testid": "tool-summary" }, call.name));
   details.append(head, el("pre", { "data-testid": "tool-output" }, ""));
-  row.append(details);
+  row.append(details, el("div", { class: "approval-note", "data-testid": "approval-note" }));
   state.rows.set(call.id, row);
+  const question = state.questions.get(call.id);
+  if (question) { row.dataset.state = "waiting"; row.append(askBox(question)); }
   return row;
 }
 
@@ -121,7 +173,7 @@ function render(envelope, into) {
     }
     case "turn/end":
       if (data.status !== "completed") {
-        into.append(el("div", { class: "turn-note" }, `turn ${data.status}${data.error ? ": " + data.error : ""}`));
+        into.append(el("div", { class: "turn-note" }, `turn ${data.status}${data.error && data.error !== data.status ? ": " + data.error : ""}`));
       }
       break;
     case "context/compact":
@@ -155,6 +207,7 @@ function endStreaming() {
 
 function applySnapshot(snapshot) {
   $("cancel").disabled = !snapshot.running;
+  applyQuestions(snapshot.approvals || []);
   const queue = $("queue");
   queue.replaceChildren(...(snapshot.queued || []).map((prompt) =>
     el("li", { "data-testid": "queue-item" }, prompt)));
@@ -211,7 +264,8 @@ function prepend(events) {
 
 async function openSession(id) {
   if (state.source) state.source.close();
-  Object.assign(state, { id, lastSeq: -1, rows: new Map() });
+  Object.assign(state, { id, lastSeq: -1, rows: new Map(), questions: new Map() });
+  $("approvals").replaceChildren();
   endStreaming();
   $("messages").replaceChildren();
   await mountDock(id);
@@ -249,6 +303,10 @@ function connect(id) {
   source.addEventListener("delta", (message) => streamDelta(JSON.parse(message.data)));
   source.addEventListener("row", (message) => applyRow(JSON.parse(message.data)));
   source.addEventListener("snapshot", (message) => applySnapshot(JSON.parse(message.data)));
+  source.addEventListener("approval", (message) => {
+    const question = JSON.parse(message.data);
+    applyQuestions([...state.questions.values(), question]);
+  });
 }
 
 async function send(prompt, model) {
@@ -273,6 +331,8 @@ async function start() {
   $("demo").onclick = async () => {
     const id = await newSession("demo");
     await openSession(id);
+    $("messages").append(el("div", { class: "turn-note", "data-testid": "demo-note" },
+      "demo: its commands are fixed and harmless, so tools run without asking"));
     await send(state.config.demo);
   };
   $("new-session").onclick = () => newSession(null).catch((e) => status(e.message));
