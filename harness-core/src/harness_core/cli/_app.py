@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final, TextIO, cast
 
 from .. import builtins, secret
 from ..config import Config, ConfigError
-from ..hosts import CommandError, one_line
+from ..hosts import one_line
 from ..log import (
     Event,
     EventSink,
@@ -84,10 +84,10 @@ class CliError(Exception):
 
 
 # Failures a user can act on: their message is the whole story, no traceback. The models'
-# errors join them in `_expected`, which imports the models only when something failed.
+# errors and a plugin command's CommandError join them in `_expected`, which imports them only
+# when something failed (a core command never loads the hosts' extension points).
 _EXPECTED: Final = (
     CliError,
-    CommandError,
     ConfigError,
     NotASession,
     PluginLoadError,
@@ -98,10 +98,11 @@ _EXPECTED: Final = (
 
 
 def _expected(exc: Exception) -> bool:
+    from ..hosts import CommandError
     from ..models import ModelError
     from ..models._presets import ModelConfigError
 
-    return isinstance(exc, (*_EXPECTED, ModelConfigError, ModelError))
+    return isinstance(exc, (*_EXPECTED, CommandError, ModelConfigError, ModelError))
 
 
 def dispatch(args: Namespace) -> int:
@@ -130,6 +131,8 @@ def guarded(command: Callable[[], int]) -> int:
         _debug_traceback()
         if _expected(exc):
             _error(_describe(exc))
+            from ..hosts import CommandError  # a plugin command's; the core commands never load it
+
             return exc.status if isinstance(exc, CliError | CommandError) else EXIT_ERROR
         _error(f"internal error: {type(exc).__name__}: {exc} (HARNESS_DEBUG=1 shows the traceback)")
         return EXIT_ERROR

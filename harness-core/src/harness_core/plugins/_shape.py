@@ -6,7 +6,6 @@ is rejected instead of being unwrapped to `default`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import ModuleType
@@ -70,6 +69,8 @@ def _check_hook_names(plugin: object, where: str, known_hooks: Collection[str]) 
             continue
         marked = hasattr(getattr(plugin, attr), _IMPL_MARK)
         if attr not in known_hooks:
+            import difflib  # only to reject a misspelt hook: every command loads plugins
+
             close = difflib.get_close_matches(attr, known_hooks, n=1)
             hint = f"did you mean {close[0]}?" if close else "see docs/hook-catalog.md"
             raise ShapeError(f"{where}: {attr} is not a known hook", f"rename it ({hint})")

@@ -18,11 +18,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from harness_core.hosts import SessionMcp
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
-    from harness_core.hosts import Command, McpServerSpec
+    from harness_core.hosts import Command, McpServerSpec, SessionMcp
     from harness_core.plugins import PluginContext
     from harness_core.tools import ToolRegistry
 
@@ -73,6 +72,8 @@ def harness_cli_commands() -> Sequence[Command]:
 
 @hookimpl
 def harness_session_mcp() -> SessionMcp:
+    from harness_core.hosts import SessionMcp  # the hosts' extension points: only when asked
+
     return SessionMcp(attach=_attach, http=True)
 
 

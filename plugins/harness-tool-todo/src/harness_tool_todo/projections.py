@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -279,6 +278,8 @@ def _alike(a: str, b: str) -> float:
     words_a, words_b = set(a.split()), set(b.split())
     if words_a and words_b and (words_a <= words_b or words_b <= words_a):
         return 1.0
+    from difflib import SequenceMatcher  # --history only: `harness todos` reads no diff
+
     return SequenceMatcher(None, a, b).ratio()
 
 
