@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 from acp import PROTOCOL_VERSION
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 from test_acp import bridge, prompt
 from test_cli_support import read_events, write_script
+from test_mcp_cli import http_server  # noqa: F401  # the fixture: tiny_server.py over HTTP
 
 TINY = (
     Path(__file__).resolve().parents[1]
@@ -19,13 +20,17 @@ TINY = (
 )
 
 
-async def test_harness_session_mcp_runs_a_clients_stdio_server_for_its_session_only(
-    tmp_path: Path, harness_home: Path
+async def test_harness_session_mcp_runs_a_clients_servers_for_its_session_only(
+    tmp_path: Path,
+    harness_home: Path,
+    http_server: str,  # noqa: F811
 ) -> None:
     """initialize offers http (not sse); session/new's stdio server is called in a scripted
-    turn with the variable the client gave it; a session without it finds no such tool."""
+    turn with the variable the client gave it, its http server too; a session without them
+    finds no such tools."""
     steps = [
         {"tool_calls": [{"name": "tiny__environment", "arguments": {"name": "GIVEN"}}]},
+        {"tool_calls": [{"name": "web__echo", "arguments": {"text": "over http"}}]},
         {"text": "Done."},
     ]
     model = write_script(tmp_path / "s.json", steps)
@@ -35,17 +40,22 @@ async def test_harness_session_mcp_runs_a_clients_stdio_server_for_its_session_o
         args=[str(TINY)],
         env=[EnvVariable(name="GIVEN", value="by the client")],
     )
+    headers = [HttpHeader(name="Authorization", value="Bearer test")]
+    web = HttpMcpServer(type="http", name="web", url=http_server, headers=headers)
     async with bridge(tmp_path, "--model", model) as (conn, recorder):
         offered = (await conn.initialize(protocol_version=PROTOCOL_VERSION)).agent_capabilities
-        with_tiny = await conn.new_session(cwd=str(tmp_path), mcp_servers=[tiny])
+        with_tiny = await conn.new_session(cwd=str(tmp_path), mcp_servers=[tiny, web])
         first = await conn.prompt(session_id=with_tiny.session_id, prompt=prompt("go"))
         without = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         second = await conn.prompt(session_id=without.session_id, prompt=prompt("go"))
     assert offered.mcp_capabilities.http is True and offered.mcp_capabilities.sse is False
     assert first.stop_reason == second.stop_reason == "end_turn"
-    called, missing = recorder.of("tool_call_update")
+    called, echoed, missing, also_missing = recorder.of("tool_call_update")
     assert (called.status, called.content[0].content.text) == ("completed", "by the client")
-    assert missing.status == "failed"
+    assert (echoed.status, echoed.content[0].content.text) == ("completed", "over http")
+    assert missing.status == also_missing.status == "failed"
     assert missing.content[0].content.text.startswith('Error: unknown tool "tiny__environment"')
+    assert also_missing.content[0].content.text.startswith('Error: unknown tool "web__echo"')
     events = read_events(harness_home, with_tiny.session_id)
-    assert [e["data"]["text"] for e in events if e["type"] == "tool/result"] == ["by the client"]
+    results = [e["data"]["text"] for e in events if e["type"] == "tool/result"]
+    assert results == ["by the client", "over http"]

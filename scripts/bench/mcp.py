@@ -68,6 +68,7 @@ def harness_registry() -> ToolRegistry:
 
 async def through_harness(registry: ToolRegistry, calls: int) -> float:
     """Seconds per call through the registry, as the agent loop makes it."""
+    await registry.ready()  # the server starts before the first request, as in a session
     await registry.execute("tiny__echo", '{"text": "warm"}', ExecContext())
     started = time.perf_counter()
     for _ in range(calls):

@@ -181,8 +181,10 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
 def _closed(session: ClientSession) -> bool:
     """Whether the connection ended (the process exited) while no call was running.
 
-    The SDK has no public flag for this yet; its dispatcher refuses a send on a closed
-    connection before writing anything, so reading the same flag here is safe.
+    The SDK has no public flag for this yet (mcp 2.3): the other ways to learn it are a
+    dispatcher subclass passed as `dispatcher=`, whose `run` the SDK calls provisional, or a
+    read stream wrapped to see its end, one more hop for every message. Its dispatcher refuses
+    a send on a closed connection before writing anything, so reading the same flag is safe.
     """
     return bool(getattr(getattr(session, "_dispatcher", None), "_closed", False))
 
