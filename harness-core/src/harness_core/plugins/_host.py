@@ -8,7 +8,9 @@ Loading runs in phases, each a transaction per plugin (see `_discovery.py` for d
 2. event types: each plugin's `harness_event_types`, before the registry's first lookup (a
    session opened or written; listing sessions needs none).
 3. tools: each plugin's `harness_register_tools` (config parsing, pydantic models), the first
-   time `host.tools` is read: only the commands that run or show tool calls pay for it.
+   time `host.tools` is read: only the commands that run or show tool calls pay for it. What
+   a plugin defers there (`ctx.tools.defer`: servers to start) runs only before a model
+   request, or in `harness plugins`.
 
 A plugin that fails any phase is unregistered, whatever it registered is disposed, and the
 failure is recorded with how to fix it, in the same record `harness plugins` reports (which
