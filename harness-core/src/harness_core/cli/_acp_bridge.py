@@ -347,7 +347,7 @@ class _Session:
         detail = request.detail
         tool_call = ToolCallUpdate(
             tool_call_id=call_id,
-            title=request.summary,
+            title=one_line(request.summary),  # as the `tool_call` titles it
             kind=TOOL_KINDS.get(request.tool, "other"),
             status="pending",
             content=[tool_content(text_block(detail))] if detail is not None else None,
