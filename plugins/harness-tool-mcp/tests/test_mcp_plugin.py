@@ -178,6 +178,21 @@ async def test_a_server_that_crashes_mid_call_is_an_error_then_restarts(
     assert (again.is_error, again.text) == (False, "2")
 
 
+async def test_a_server_that_restarts_with_other_tools_has_them_registered(
+    load: Any, tmp_path: Path
+) -> None:
+    """Back from a crash with one more tool, the server's new tool registers before the next
+    model request (the registry's `ready`), as after notifications/tools/list_changed."""
+    counter = tmp_path / "starts"
+    servers = {"tiny": server("--grow-on-restart", env=["TINY_COUNTER"])}
+    _, registry = await load(servers, TINY_COUNTER=str(counter))
+    assert "tiny__extra" not in registry.names()
+    await call(registry, "tiny__crash", "{}")
+    assert (await call(registry, "tiny__starts", "{}")).text == "2"
+    await registry.ready()
+    assert (await call(registry, "tiny__extra", '{"text": "back"}')).text == "extra: back"
+
+
 async def test_a_server_that_never_starts_is_reported_once_and_others_work(
     load: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

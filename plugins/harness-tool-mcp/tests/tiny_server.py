@@ -103,6 +103,8 @@ if __name__ == "__main__":
     if counter:
         path = Path(counter)
         path.write_text(str(int(path.read_text() or 0) + 1) if path.exists() else "1")
+    if counter and "--grow-on-restart" in sys.argv and Path(counter).read_text() != "1":
+        server.add_tool(extra)
     if "--fail" in sys.argv:
         print("tiny: cannot open the database: no such file", file=sys.stderr)
         sys.exit(2)

@@ -139,7 +139,10 @@ class Server:
         ):
             with anyio.fail_after(STARTUP_TIMEOUT):
                 await session.initialize()
-                self.tools = await _list_tools(session)
+                tools = await _list_tools(session)
+            changed, self.tools = tools != self.tools, tools
+            if changed and self.on_tools_changed:  # it restarted (an upgrade) with other tools
+                self.on_tools_changed(self)
             yield session
 
     async def _on_message(self, message: object) -> None:
