@@ -348,6 +348,8 @@ def test_a_subagents_question_reaches_the_parent_session(
             question = served.wait_question(session)
             assert question["tool"] == tool
             assert (question["session_id"] == session) == (tool == "subagent")
+            if tool == "bash":  # named in the subagent's session, never as a parent's call
+                assert question["call_id"].startswith(f"{question['session_id']}/")
             body = {"call_id": question["call_id"], "answer": "once"}
             assert client.post(f"/api/sessions/{session}/approvals", json=body).status_code == 200
         page = served.wait_idle(session)

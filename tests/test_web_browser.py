@@ -245,8 +245,8 @@ ASKING = [
 def test_a_waiting_row_is_allowed_and_denied_by_clicks(
     page: object, tmp_path: Path, harness_home: Path
 ) -> None:
-    """--approval ask: each bash row waits with three buttons and the whole command; allow
-    runs it, deny sends the model the refusal, allow for the session answers the next call,
+    """--approval ask: each bash row waits with three buttons and the whole command, also
+    after a reload; allow runs it, deny sends the model the refusal, allow for the session answers the next call,
     and who allowed what is still shown after a reload."""
     expect = playwright_api.expect
     with asking(harness_home, tmp_path / "asking.json", ASKING) as (served, _client, session):
@@ -255,6 +255,8 @@ def test_a_waiting_row_is_allowed_and_denied_by_clicks(
         rows = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
         first = rows.nth(0)
         expect(first).to_have_attribute("data-state", "waiting", timeout=15000)
+        page.reload()  # type: ignore[attr-defined]
+        expect(first).to_have_attribute("data-state", "waiting", timeout=15000)  # still asked
         expect(first.locator("[data-testid=approval-detail]")).to_have_text(LONG)
         first.locator("[data-testid=allow]").click()
         expect(first).to_have_attribute("data-state", "ok", timeout=15000)

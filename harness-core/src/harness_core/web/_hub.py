@@ -83,13 +83,14 @@ class NotWaiting(Exception):
 class _Question:
     """An open approval question and the future its answer resolves."""
 
+    call_id: str  # the call's id, or SUBAGENT_SESSION/CALL for a subagent's call
     request: ApprovalRequest
     answer: asyncio.Future[Answer]
 
     def to_json(self) -> dict[str, Any]:
         request = self.request
         return {
-            "call_id": request.call_id,
+            "call_id": self.call_id,
             "session_id": request.session_id,
             "tool": request.tool,
             "summary": request.summary,
@@ -279,16 +280,21 @@ class Hub:
         A cancel while it waits raises here; the question closes and the loop answers the
         call "interrupted".
         """
-        live = self._live[_TURN_OF.get()]
-        question = _Question(request, asyncio.get_running_loop().create_future())
-        live.questions[request.call_id] = question
-        live.asked.add(request.call_id)
+        session_id = _TURN_OF.get()
+        live, call_id = self._live[session_id], request.call_id
+        if request.session_id != session_id:
+            # A subagent's call: its id, unique only in the subagent's session, must not name
+            # one of this session's calls (the same form the ACP bridge uses).
+            call_id = f"{request.session_id}/{call_id}"
+        question = _Question(call_id, request, asyncio.get_running_loop().create_future())
+        live.questions[call_id] = question
+        live.asked.add(call_id)
         self._send(live, ("approval", question.to_json()))
         self.ship_snapshot(live)
         try:
             return await question.answer
         finally:
-            del live.questions[request.call_id]
+            del live.questions[call_id]
             self.ship_snapshot(live)
 
     def answer(self, session_id: str, call_id: str, answer: Answer) -> None:
