@@ -6,14 +6,10 @@ ends every process it started, so nothing outlives the call and keeps its output
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 from typing import Final
 
 import anyio
-from anyio.abc import Process
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import secret
@@ -96,7 +92,7 @@ class BashTool(Tool[BashArgs]):
                 is_error=True,
             )
         try:
-            process = await _spawn(args.command, cwd)
+            command = await _spawn(args.command, cwd, exec_ctx)
         except OSError:
             if await anyio.Path(cwd).is_dir():
                 raise
@@ -108,9 +104,13 @@ class BashTool(Tool[BashArgs]):
         capture = OutputCapture(self.limit)
         try:
             with anyio.move_on_after(self.timeout) as deadline:
-                code = await _run(process, capture)
+                code = await _run(command, capture)
+        except sandbox.SandboxCrashed as exc:
+            note = f"[{exc}; the call was lost, and the next call starts a new sandbox]"
+            return ToolResult(_with_note(capture.text(), note), is_error=True)
         finally:
-            await _end_group(process)
+            command.kill()
+            await command.aclose()
         data = {"exit_code": None, "timed_out": True, "cut_bytes": capture.cut}
         if deadline.cancelled_caught:
             note = f"[timed out after {self.timeout:g}s; the command and its children were killed]"
@@ -125,53 +125,30 @@ class BashTool(Tool[BashArgs]):
         return f"exit {data.get('exit_code')}" if "exit_code" in data else None
 
 
-async def _spawn(command: str, cwd: str) -> Process:
-    """Start `bash -c command` as the leader of a new process group, in the sandbox."""
-    # Shielded: a cancel landing while asyncio still wires up the pipes would kill only the
-    # shell and orphan its children. Once the caller holds the process, its `finally` ends
-    # the whole group whatever happens.
-    with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
-            sandbox.current().wrap(["bash", "-c", command], cwd),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # The model never sees provider keys or secrets (a prompt injection could make it
-            # `echo $OPENAI_API_KEY` into the log); `pass_env` lets chosen ones through.
-            env=secret.current().tool_environment(os.environ),
-        )
-    return process
+async def _spawn(command: str, cwd: str, exec_ctx: ExecContext) -> sandbox.Command:
+    """Start `bash -c command` in the sandbox, as the leader of its own process group."""
+    return await sandbox.current().start(
+        ["bash", "-c", command],
+        cwd,
+        # The model never sees provider keys or secrets (a prompt injection could make it
+        # `echo $OPENAI_API_KEY` into the log); `pass_env` lets chosen ones through.
+        secret.current().tool_environment(os.environ),
+        owner=exec_ctx.agent,  # its session shares one sandbox, ended with it
+    )
 
 
-async def _run(process: Process, capture: OutputCapture) -> int:
+async def _run(command: sandbox.Command, capture: OutputCapture) -> int:
     """Read output until the shell exits, then end its group so stray children let go."""
-    assert process.stdout is not None
-    stdout = process.stdout
 
     async def read() -> None:
-        async for chunk in stdout:
+        async for chunk in command.output():
             capture.add(chunk)
 
     async with anyio.create_task_group() as group:
         group.start_soon(read)
-        code = await process.wait()
-        _kill_group(process)
+        code = await command.wait()
+        command.kill()
     return code
-
-
-def _kill_group(process: Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-async def _end_group(process: Process) -> None:
-    """Kill the group (cancel, timeout or leftovers) and reap the shell, even when cancelled."""
-    _kill_group(process)
-    with anyio.CancelScope(shield=True):
-        await process.wait()
-        await process.aclose()
 
 
 def _with_note(output: str, note: str) -> str:

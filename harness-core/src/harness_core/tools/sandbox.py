@@ -2,30 +2,92 @@
 
 Under `workspace` a command sees the whole file system read-only except the session's working
 directory and a private, empty /tmp; it gets its own PID namespace (nothing it starts outlives
-it, and no other process, such as harness itself with its keys, is visible in /proc) and, unless
-`sandbox_network = true`, its own network namespace with nothing but a down loopback.
+the call, and no other process, such as harness itself with its keys, is visible in /proc) and,
+unless `sandbox_network = true`, its own network namespace with nothing but a down loopback.
+
+Starting bubblewrap costs more than the command it runs, so it is started once per session, not
+per call: the session's first call starts a bubblewrap whose PID 1 is a small server
+(`_sandbox_server`), and every later call runs in it. The server starts each command, and when
+it exits kills everything else in the sandbox and empties /tmp before it answers, so each call
+still begins in an empty sandbox. Calls that run at the same time get one sandbox each. The
+sandboxes end with their session (its agent object), with `install` of another sandbox, and
+with harness; a call whose sandbox dies under it is an error, and the next call starts a new one.
 
 The host resolves the mode once (`resolve`: the flag, else HARNESS_SANDBOX / config `sandbox`,
 else `workspace` where bubblewrap works) and installs it; the bash tool, in every agent and
-subagent of the process, wraps its command through `current()`.
+subagent of the process, starts its command through `current().start`.
 """
 
 from __future__ import annotations
 
+import array
+import atexit
+import contextlib
+import json
+import os
+import select
 import shutil
+import signal
+import socket
 import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from pathlib import Path
+from typing import Final, Literal, Protocol
 
-__all__ = ["MODES", "Sandbox", "SandboxUnavailable", "current", "install", "probe", "resolve"]
+import anyio
+from anyio.abc import Process
+
+from . import _sandbox_server
+
+__all__ = [
+    "MODES",
+    "Command",
+    "Sandbox",
+    "SandboxCrashed",
+    "SandboxUnavailable",
+    "current",
+    "install",
+    "probe",
+    "resolve",
+]
 
 Mode = Literal["workspace", "off"]
 MODES: Final = ("workspace", "off")
 PROBE_TIMEOUT: Final = 10.0
+CHUNK: Final = 65536
+_SERVER_SOURCE: Final = Path(_sandbox_server.__file__).read_text(encoding="utf-8")
 
 
 class SandboxUnavailable(Exception):
     """`--sandbox workspace` was asked for where bubblewrap cannot run."""
+
+
+class SandboxCrashed(Exception):
+    """The session's sandbox ended while a call ran in it (the next call starts a new one)."""
+
+
+class Command(Protocol):
+    """A started command: its combined output, its exit status, and a way to end it all."""
+
+    def output(self) -> AsyncIterator[bytes]:
+        """stdout and stderr as they come, until every process holding them has ended."""
+        ...
+
+    async def wait(self) -> int:
+        """The exit status (128 + N for signal N in the sandbox); SandboxCrashed if unknown."""
+        ...
+
+    def kill(self) -> None:
+        """SIGKILL every process the command started (idempotent, never blocks)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Reap what is left and release the descriptors (after `kill`)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +107,254 @@ class Sandbox:
             *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
             *("--bind", cwd, cwd, "--chdir", cwd),
             *(() if self.network else ("--unshare-net",)),
-            *("--unshare-pid", "--die-with-parent", "--new-session"),
+            # --as-pid-1: the command is the namespace's init; no bubblewrap process in it.
+            *("--unshare-pid", "--as-pid-1", "--die-with-parent", "--new-session"),
             "--",
             *argv,
         ]
+
+    async def start(
+        self, argv: list[str], cwd: str, env: Mapping[str, str], owner: object = None
+    ) -> Command:
+        """`argv` started in `cwd` with exactly `env`, in this sandbox, stdin from /dev/null.
+
+        `owner` is the session the call belongs to (its agent): calls of one owner share the
+        long-lived sandbox, which ends when the owner is garbage. OSError when `cwd` is gone.
+        """
+        if self.mode == "off":
+            return await _LocalCommand.start(argv, cwd, env)
+        # FileNotFoundError as a local process would give, before anything runs.
+        directory = os.stat(cwd)  # one stat: cheaper than a thread
+        return await _server_for(self, cwd, directory, owner).start(argv, cwd, env)
+
+
+class _LocalCommand:
+    """A command harness starts itself, as the leader of a new process group."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def start(cls, argv: list[str], cwd: str, env: Mapping[str, str]) -> _LocalCommand:
+        # Shielded: a cancel landing while asyncio still wires up the pipes would kill only the
+        # shell and orphan its children. Once the caller holds the command, its `finally`
+        # ends the whole group whatever happens.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=dict(env),
+            )
+        return cls(process)
+
+    async def output(self) -> AsyncIterator[bytes]:
+        assert self.process.stdout is not None
+        async for chunk in self.process.stdout:
+            yield chunk
+
+    async def wait(self) -> int:
+        return await self.process.wait()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.process.wait()
+            await self.process.aclose()
+
+
+class _SandboxedCall:
+    """A command the session's sandbox server runs: output through a pipe, status by socket."""
+
+    def __init__(self, server: _Server, output: int) -> None:
+        self.server = server
+        self.output_fd = output
+        self.status = bytearray()
+        self.over = False  # the status came, or the server is gone: nothing left to kill
+        self.killed = False
+
+    async def output(self) -> AsyncIterator[bytes]:
+        while True:
+            await anyio.wait_readable(self.output_fd)
+            try:
+                chunk = os.read(self.output_fd, CHUNK)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return
+            yield chunk
+
+    async def wait(self) -> int:
+        """The status, sent once the command and everything it left are gone."""
+        size = _sandbox_server.STATUS.size
+        channel = self.server.channel
+        while not self.over:
+            await anyio.wait_readable(channel)
+            try:
+                chunk = channel.recv(size - len(self.status))
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            self.status += chunk
+            self.over = not chunk or len(self.status) == size
+        if len(self.status) == size:
+            return int(_sandbox_server.STATUS.unpack(self.status)[0])
+        why = self.server.why_ended()
+        self.server.close()
+        if self.killed:
+            return 128 + signal.SIGKILL
+        raise SandboxCrashed(why)
+
+    def kill(self) -> None:
+        if not self.over and not self.killed:
+            self.killed = True
+            with contextlib.suppress(OSError):
+                self.server.channel.send(b"k")
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True), contextlib.suppress(SandboxCrashed):
+            await self.wait()
+        os.close(self.output_fd)
+        self.server.busy = False
+
+
+class _Server:
+    """One long-lived bubblewrap running `_sandbox_server` as its PID 1: one call at a time."""
+
+    def __init__(self, sandbox: Sandbox, cwd: str, directory: os.stat_result) -> None:
+        self.directory = (directory.st_dev, directory.st_ino)  # the one bound writable
+        self.channel, inside = socket.socketpair()
+        python = [sys.executable, "-I", "-S", "-c", _SERVER_SOURCE, str(inside.fileno())]
+        with inside:
+            self.process = subprocess.Popen(
+                sandbox.wrap(python, cwd),
+                pass_fds=(inside.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                # Its own session: Ctrl-C at the terminal reaches harness, not the sandbox.
+                start_new_session=True,
+                # Nothing of harness's environment: the server's is readable in /proc inside.
+                env={},
+            )
+        self.channel.setblocking(False)
+        self.busy = True  # made for a call
+        self.closed = False
+
+    def idle(self, directory: os.stat_result) -> bool:
+        """Free for a call in `directory` (not a new one made under the same name since)."""
+        same = self.directory == (directory.st_dev, directory.st_ino)
+        return same and not self.busy and not self.closed and self.process.poll() is None
+
+    async def start(self, argv: list[str], cwd: str, env: Mapping[str, str]) -> _SandboxedCall:
+        """Send the call; the server answers with its status when it is over."""
+        request = json.dumps({"argv": argv, "cwd": cwd, "env": dict(env)}).encode()
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        call = _SandboxedCall(self, read_end)
+        try:
+            with anyio.CancelScope(shield=True), anyio.fail_after(PROBE_TIMEOUT):
+                fds = array.array("i", (write_end,))
+                self.channel.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+                message = _sandbox_server.LENGTH.pack(len(request)) + request
+                await _send_all(self.channel, message)
+        except (OSError, TimeoutError):
+            self.close()  # gone, or not reading: `wait` says so
+        finally:
+            os.close(write_end)
+        return call
+
+    def why_ended(self) -> str:
+        """One line: the sandbox's own last words, if it said any."""
+        try:
+            self.process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            return "the session's sandbox stopped answering"
+        stderr = self.process.stderr
+        assert stderr is not None
+        said = b""
+        if not self.closed and select.select([stderr], [], [], 0.5)[0]:
+            said = os.read(stderr.fileno(), CHUNK)
+        lines = said.decode("utf-8", "replace").strip().splitlines()
+        last = f": {lines[-1]}" if lines else ""
+        return f"the session's sandbox ended (exit status {self.process.returncode}){last}"
+
+    def close(self) -> None:
+        """End the sandbox and the call running in it, if any."""
+        if self.closed:
+            return
+        self.closed = True
+        self.channel.close()  # the server exits; bubblewrap's --die-with-parent backs it up
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+async def _send_all(sock: socket.socket, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            sent = sock.send(view)
+        except BlockingIOError:
+            await anyio.wait_writable(sock)
+            continue
+        view = view[sent:]
+
+
+_Key = tuple[int, str, bool]  # id of the owner (0: none), working directory, network
+_pools: dict[_Key, list[_Server]] = {}
+_lock = threading.Lock()  # owners are finalized on whichever thread drops them
+
+
+def _server_for(sandbox: Sandbox, cwd: str, directory: os.stat_result, owner: object) -> _Server:
+    """An idle sandbox of the owner's for `cwd`: as many as calls run at once, each started
+    on first need (again, after a crash) and kept for the owner's next calls."""
+    key = (0 if owner is None else id(owner), cwd, sandbox.network)
+    with _lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = []
+            if owner is not None:
+                with contextlib.suppress(TypeError):  # without weak references: until exit
+                    weakref.finalize(owner, _close, key, pool)
+        for server in list(pool):
+            if server.idle(directory):
+                server.busy = True
+                return server
+            if not server.busy:  # crashed, or its directory was replaced
+                pool.remove(server)
+                server.close()
+        server = _Server(sandbox, cwd, directory)
+        pool.append(server)
+        return server
+
+
+def _close(key: _Key, pool: list[_Server]) -> None:
+    with _lock:
+        if _pools.get(key) is pool:
+            del _pools[key]
+        servers = list(pool)
+    for server in servers:
+        server.close()
+
+
+def _close_all() -> None:
+    with _lock:
+        pools = list(_pools.items())
+    for key, pool in pools:
+        _close(key, pool)
+
+
+atexit.register(_close_all)
 
 
 def probe(network: bool = False) -> str | None:
@@ -89,8 +395,10 @@ _installed: Sandbox = Sandbox()
 
 
 def install(sandbox: Sandbox) -> None:
-    """Make `sandbox` the one tool processes of this process run in."""
+    """Make `sandbox` the one tool processes of this process run in (ending the old one's)."""
     global _installed
+    if sandbox != _installed:
+        _close_all()
     _installed = sandbox
 
 
