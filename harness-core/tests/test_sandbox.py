@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from harness_core.log import SessionStore
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
-from harness_core.tools import ExecContext
+from harness_core.tools import ExecContext, ToolResult
 from harness_core.tools import sandbox as sandbox_module
 from harness_core.tools.bash import BashArgs, BashTool
 from harness_core.tools.sandbox import Sandbox, SandboxUnavailable, probe, resolve
@@ -170,3 +172,205 @@ def test_explicit_workspace_without_bubblewrap(
 def test_the_default_is_workspace_where_it_works() -> None:
     """With nothing chosen and bubblewrap working, bash is sandboxed and nothing is said."""
     assert resolve(None, None, False) == (Sandbox("workspace"), None)
+
+
+# -- one long-lived sandbox per session: each call still as if it had a bubblewrap of its own --
+
+
+class Session:
+    """A session started in `workspace` whose bash calls run under `sandbox`."""
+
+    def __init__(self, workspace: Path, harness_home: Path, sandbox: Sandbox) -> None:
+        store = SessionStore(harness_home, PluginHost(Config({}, env={})).event_types)
+        log = store.create(cwd=str(workspace))
+        tools = PluginHost(Config({}, env={})).tools
+        self.agent: Agent | None = Agent(log, ScriptedModel([{"text": "unused"}]), tools)
+        sandbox_module.install(sandbox)
+
+    async def bash(self, command: str, limit: float = 30) -> ToolResult:
+        context = ExecContext(agent=self.agent, call_id="call_1")
+        return await BashTool(timeout=limit).execute(BashArgs(command=command), context)
+
+
+@pytest.fixture
+def session(workspace: Path, harness_home: Path) -> Session:
+    return Session(workspace, harness_home, Sandbox("workspace"))
+
+
+def sandboxes_of(workspace: Path) -> list[int]:
+    """The bubblewrap processes (and the servers in them) of sandboxes bound to `workspace`."""
+    return [pid for pid in _with_token("--as-pid-1") if str(workspace) in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [
+        ("echo out; echo err >&2; exit 3", 30_000),
+        ("printf 'no newline'", 30_000),
+        ("seq 1 20000", 1000),
+        (r"printf 'ok \xff\xfe done'", 30_000),
+        ("sleep 60 & echo parent done", 30_000),
+    ],
+)
+def test_results_are_the_same_in_and_out_of_the_sandbox(
+    workspace: Path, harness_home: Path, command: str, limit: int
+) -> None:
+    """Output, its cap, exit codes (a signal's too) and leftover children read the same."""
+
+    async def both() -> list[ToolResult]:
+        results = []
+        for mode in ("off", "workspace"):
+            sandbox_module.install(Sandbox("workspace" if mode == "workspace" else "off"))
+            context = ExecContext(agent=None, call_id="call_1")
+            tool = BashTool(timeout=30, limit=limit)
+            results.append(await tool.execute(BashArgs(command=command), context))
+        return results
+
+    os.chdir(workspace)
+    off, sandboxed = anyio.run(both)
+    assert sandboxed == off
+
+
+@needs_bwrap
+def test_each_call_starts_with_an_empty_tmp_and_the_workspace_kept(session: Session) -> None:
+    """/tmp is private and empty for every call; the workspace keeps what calls wrote."""
+
+    async def calls() -> list[str]:
+        first = await session.bash(
+            "echo x > /tmp/left; mkdir -p /tmp/d/e; chmod 0 /tmp/d; echo y > kept"
+        )
+        second = await session.bash("ls -d /tmp/left /tmp/d 2>/dev/null; cat kept")
+        return [first.text, second.text]
+
+    first, second = anyio.run(calls)
+    assert first == "[exit code 0]"
+    assert second == "y\n[exit code 0]"
+
+
+@needs_bwrap
+def test_a_timeout_kills_everything_the_call_started(session: Session) -> None:
+    """Past the timeout the call's processes die, even one that left with setsid; the next
+    call runs in the same sandbox."""
+    token = f"60.{secrets.randbelow(10**6)}"
+
+    async def calls() -> tuple[ToolResult, ToolResult]:
+        command = f"echo started; setsid sleep {token} & sleep {token}; wait"
+        timed_out = await session.bash(command, limit=0.5)
+        return timed_out, await session.bash("echo next")
+
+    timed_out, after = anyio.run(calls)
+    assert timed_out.text == (
+        "started\n[timed out after 0.5s; the command and its children were killed]"
+    )
+    assert after.text == "next\n[exit code 0]"
+    assert _with_token(token) == []
+
+
+@needs_bwrap
+def test_cancelling_a_call_kills_everything_it_started(session: Session, workspace: Path) -> None:
+    """A cancelled turn's call leaves no process behind, and the sandbox serves the next."""
+    token = f"60.{secrets.randbelow(10**6)}"
+
+    async def cancel_then_call() -> ToolResult:
+        async with anyio.create_task_group() as group:
+            group.start_soon(session.bash, f"setsid sleep {token} & touch started; wait")
+            await poll(lambda: (workspace / "started").exists())
+            group.cancel_scope.cancel()
+        return await session.bash("echo next")
+
+    assert anyio.run(cancel_then_call).text == "next\n[exit code 0]"
+    assert _with_token(token) == []
+
+
+@needs_bwrap
+def test_calls_at_once_run_side_by_side(session: Session) -> None:
+    """Two calls of one session that wait for each other both finish: neither queues."""
+
+    async def together() -> list[str]:
+        texts: list[str] = []
+
+        async def call(mine: str, theirs: str) -> None:
+            command = f"touch {mine}; while [ ! -e {theirs} ]; do sleep 0.01; done; echo {mine}"
+            texts.append((await session.bash(command, limit=10)).text)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "a", "b")
+            group.start_soon(call, "b", "a")
+        return sorted(texts)
+
+    assert anyio.run(together) == ["a\n[exit code 0]", "b\n[exit code 0]"]
+
+
+@needs_bwrap
+def test_a_sandbox_that_dies_fails_its_call_and_the_next_starts_anew(
+    session: Session, workspace: Path
+) -> None:
+    """Killed from outside mid-call: the call is an error saying so; the next call works."""
+
+    async def calls() -> tuple[ToolResult, ToolResult]:
+        async with anyio.create_task_group() as group:
+            results: list[ToolResult] = []
+
+            async def call() -> None:
+                results.append(await session.bash("touch started; sleep 60"))
+
+            group.start_soon(call)
+            await poll(lambda: (workspace / "started").exists())
+            for pid in sandboxes_of(workspace):
+                os.kill(pid, signal.SIGKILL)
+        return results[0], await session.bash("echo next")
+
+    lost, after = anyio.run(calls)
+    assert lost.is_error
+    assert lost.text.startswith("[the session's sandbox ended (exit status")
+    assert lost.text.endswith("; the call was lost, and the next call starts a new sandbox]")
+    assert after.text == "next\n[exit code 0]"
+
+
+@needs_bwrap
+def test_the_sandbox_ends_with_its_session(session: Session, workspace: Path) -> None:
+    """While the session lives its sandbox stays up; once its agent is gone, so is the sandbox."""
+    anyio.run(session.bash, "true")
+    assert sandboxes_of(workspace) != []
+    session.agent = None
+    gc.collect()
+    anyio.run(poll, lambda: sandboxes_of(workspace) == [])
+
+
+@needs_bwrap
+def test_the_sandbox_ends_with_harness(workspace: Path) -> None:
+    """harness killed outright (SIGKILL, no cleanup) takes its sandboxes and their calls along."""
+    token = f"60.{secrets.randbelow(10**6)}"
+    script = (
+        "import anyio\n"
+        "from harness_core.tools import ExecContext, sandbox\n"
+        "from harness_core.tools.bash import BashArgs, BashTool\n"
+        "sandbox.install(sandbox.Sandbox('workspace'))\n"
+        f"command = BashArgs(command='setsid sleep {token} & sleep {token}')\n"
+        "anyio.run(BashTool().execute, command, ExecContext())\n"
+    )
+    harness = subprocess.Popen([sys.executable, "-c", script], cwd=workspace)
+    try:
+        anyio.run(poll, lambda: _with_token(token) != [] and sandboxes_of(workspace) != [])
+    finally:
+        harness.kill()
+        harness.wait()
+    anyio.run(poll, lambda: sandboxes_of(workspace) == [] and _with_token(token) == [])
+
+
+@needs_bwrap
+def test_a_replaced_working_directory_gets_a_new_sandbox(session: Session, workspace: Path) -> None:
+    """The directory deleted and made again: the next call writes into the new one."""
+    anyio.run(session.bash, "true")
+    workspace.rmdir()
+    workspace.mkdir()
+    assert anyio.run(session.bash, "echo y > here").text == "[exit code 0]"
+    assert (workspace / "here").read_text() == "y\n"

@@ -139,6 +139,7 @@ async def _spawn(command: str, cwd: str, exec_ctx: ExecContext) -> sandbox.Comma
 
 async def _run(command: sandbox.Command, capture: OutputCapture) -> int:
     """Read output until the shell exits, then end its group so stray children let go."""
+    crashed: sandbox.SandboxCrashed | None = None
 
     async def read() -> None:
         async for chunk in command.output():
@@ -146,8 +147,13 @@ async def _run(command: sandbox.Command, capture: OutputCapture) -> int:
 
     async with anyio.create_task_group() as group:
         group.start_soon(read)
-        code = await command.wait()
+        try:
+            code = await command.wait()
+        except sandbox.SandboxCrashed as exc:  # raised out of the group, not in a group
+            crashed, code = exc, -1
         command.kill()
+    if crashed is not None:
+        raise crashed
     return code
 
 

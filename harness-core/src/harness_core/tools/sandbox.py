@@ -312,7 +312,9 @@ async def _send_all(sock: socket.socket, data: bytes) -> None:
 
 _Key = tuple[int, str, bool]  # id of the owner (0: none), working directory, network
 _pools: dict[_Key, list[_Server]] = {}
-_lock = threading.Lock()  # owners are finalized on whichever thread drops them
+# Owners are finalized on whichever thread drops them, and by the garbage collector, which
+# may run inside `_server_for` itself: hence reentrant.
+_lock = threading.RLock()
 
 
 def _server_for(sandbox: Sandbox, cwd: str, directory: os.stat_result, owner: object) -> _Server:
