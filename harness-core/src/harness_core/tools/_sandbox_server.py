@@ -6,12 +6,13 @@ library only, no import of harness, nothing read from the file system), so this 
 b"c" carrying the write end of the call's output pipe, then the request (a 4-byte length, then
 JSON `{"argv", "cwd", "env"}`); anything it sends later (or closing the socket) kills the call.
 The server starts the command, waits for it, then kills and reaps every other process in the
-namespace, empties /tmp, and only then answers with the exit status (4 bytes): each call starts
-in an empty sandbox, as if bubblewrap had been started for it alone.
+namespace, empties /tmp and /dev/shm, and only then answers with the exit status (4 bytes):
+each call starts in an empty sandbox, as if bubblewrap had been started for it alone.
 
 Being PID 1 protects the server: the kernel drops the signals a command sends it (SIGKILL and
-SIGSTOP included), and it is not dumpable, so a command cannot trace it or write its memory
-through /proc. When it ends, for whatever reason, the kernel ends every process in the sandbox.
+SIGSTOP included), and it is not dumpable, so a command (with no capabilities: bubblewrap drops
+them all) can neither trace it nor read its memory or descriptors through /proc. When it ends,
+for whatever reason, the kernel ends every process in the sandbox.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sys
 PR_SET_DUMPABLE = 4
 LENGTH = struct.Struct("!I")
 STATUS = struct.Struct("!i")
-TMP = "/tmp"
+SCRATCH = ("/tmp", "/dev/shm")  # the writable places a call may leave things in
 
 
 def exit_code(status: int) -> int:
@@ -152,14 +153,15 @@ def _empty(directory: str, device: int) -> None:
 
 
 def serve(channel: socket.socket) -> None:
-    tmp = os.stat(TMP).st_dev
+    scratch = [(path, os.stat(path).st_dev) for path in SCRATCH]
     while True:
         call = _receive_call(channel)
         if call is None:
             return
         code, gone = _run(channel, call[1], call[0])
         _end_the_rest()
-        _empty(TMP, tmp)
+        for path, device in scratch:
+            _empty(path, device)
         if gone:
             return
         channel.sendall(STATUS.pack(code))

@@ -8,10 +8,11 @@ unless `sandbox_network = true`, its own network namespace with nothing but a do
 Starting bubblewrap costs more than the command it runs, so it is started once per session, not
 per call: the session's first call starts a bubblewrap whose PID 1 is a small server
 (`_sandbox_server`), and every later call runs in it. The server starts each command, and when
-it exits kills everything else in the sandbox and empties /tmp before it answers, so each call
-still begins in an empty sandbox. Calls that run at the same time get one sandbox each. The
-sandboxes end with their session (its agent object), with `install` of another sandbox, and
-with harness; a call whose sandbox dies under it is an error, and the next call starts a new one.
+it exits kills everything else in the sandbox and empties /tmp and /dev/shm before it answers,
+so each call still begins in an empty sandbox. Calls that run at the same time get one sandbox
+each. The sandboxes end with their session (its agent object), with `install` of another
+sandbox, and with harness; a call whose sandbox dies under it is an error, and the next call
+starts a new one.
 
 The host resolves the mode once (`resolve`: the flag, else HARNESS_SANDBOX / config `sandbox`,
 else `workspace` where bubblewrap works) and installs it; the bash tool, in every agent and
@@ -101,15 +102,20 @@ class Sandbox:
             return argv
         bwrap = shutil.which("bwrap") or "bwrap"
         # Order matters: the private /tmp is mounted before the workspace, so a workspace
-        # under /tmp is bound on top of it instead of being hidden by it.
+        # under /tmp is bound on top of it instead of being hidden by it. /tmp and /dev/shm
+        # are the only writable places besides the workspace (the server empties both after
+        # every call); /dev itself is read-only, so no call can break it for the next.
         return [
             bwrap,
-            *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
+            *("--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"),
+            *("--remount-ro", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
             *("--bind", cwd, cwd, "--chdir", cwd),
             *(() if self.network else ("--unshare-net",)),
-            # --as-pid-1: the command is the namespace's init; no bubblewrap process in it.
-            *("--unshare-pid", "--as-pid-1", "--die-with-parent", "--new-session"),
-            "--",
+            # --as-pid-1: the command is the namespace's init, no bubblewrap process in it.
+            # --cap-drop ALL: run by root, bubblewrap would otherwise keep root's capabilities
+            # (mknod, ptrace, ...) for everything inside.
+            *("--unshare-pid", "--as-pid-1", "--cap-drop", "ALL"),
+            *("--die-with-parent", "--new-session", "--"),
             *argv,
         ]
 
