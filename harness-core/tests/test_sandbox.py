@@ -241,18 +241,38 @@ def test_results_are_the_same_in_and_out_of_the_sandbox(
 
 @needs_bwrap
 def test_each_call_starts_with_an_empty_tmp_and_the_workspace_kept(session: Session) -> None:
-    """/tmp is private and empty for every call; the workspace keeps what calls wrote."""
+    """/tmp and /dev/shm are private and empty for every call; the workspace keeps its files."""
 
     async def calls() -> list[str]:
         first = await session.bash(
-            "echo x > /tmp/left; mkdir -p /tmp/d/e; chmod 0 /tmp/d; echo y > kept"
+            "echo x > /tmp/left; mkdir -p /tmp/d/e; chmod 0 /tmp/d; echo x > /dev/shm/left; "
+            "echo y > kept"
         )
-        second = await session.bash("ls -d /tmp/left /tmp/d 2>/dev/null; cat kept")
+        second = await session.bash("ls -d /tmp/left /tmp/d /dev/shm/* 2>/dev/null; cat kept")
         return [first.text, second.text]
 
     first, second = anyio.run(calls)
     assert first == "[exit code 0]"
     assert second == "y\n[exit code 0]"
+
+
+@needs_bwrap
+def test_a_call_cannot_reach_the_sandboxs_server(session: Session) -> None:
+    """The server (PID 1) ignores a command's signals and hides its environment and
+    descriptors; commands have no capabilities to trace it. The next call runs as usual."""
+
+    async def calls() -> list[str]:
+        first = await session.bash(
+            "kill -KILL 1; kill -STOP 1; cat /proc/1/environ; ls -l /proc/1/fd/0; "
+            "grep CapEff /proc/self/status"
+        )
+        return [first.text, (await session.bash("echo next")).text]
+
+    first, second = anyio.run(calls)
+    assert "cat: /proc/1/environ: Permission denied" in first
+    assert "cannot read symbolic link '/proc/1/fd/0': Permission denied" in first
+    assert "CapEff:\t0000000000000000" in first
+    assert second == "next\n[exit code 0]"
 
 
 @needs_bwrap
