@@ -1,13 +1,14 @@
 """The long-lived inside of a workspace sandbox: one bubblewrap that runs call after call.
 
-harness runs this file's source as `bwrap --as-pid-1 ... python -I -S -c SOURCE FD` (standard
-library only, no import of harness, nothing read from the file system), so this process is PID
-1 of the sandbox's PID namespace. FD is a stream socket to harness. For each call harness sends
-b"c" carrying the write end of the call's output pipe, then the request (a 4-byte length, then
-JSON `{"argv", "cwd", "env"}`); anything it sends later (or closing the socket) kills the call.
-The server starts the command, waits for it, then kills and reaps every other process in the
-namespace, empties /tmp and /dev/shm, and only then answers with the exit status (4 bytes):
-each call starts in an empty sandbox, as if bubblewrap had been started for it alone.
+harness runs this file as `bwrap --as-pid-1 ... python -I -S - FD`, its source on stdin
+(standard library only, no import of harness, nothing read from the file system), so this
+process is PID 1 of the sandbox's PID namespace. FD is a stream socket to harness. For each
+call harness sends b"c" carrying the write end of the call's output pipe, then the request (a
+4-byte length, then JSON `{"argv", "cwd", "env"}`); anything it sends later (or closing the
+socket) kills the call. The server starts the command, waits for it, then kills and reaps every
+other process in the namespace, empties /tmp and /dev/shm, and only then answers with the exit
+status (4 bytes): each call starts in an empty sandbox, as if bubblewrap had been started for
+it alone.
 
 Being PID 1 protects the server: the kernel drops the signals a command sends it (SIGKILL and
 SIGSTOP included), and it is not dumpable, so a command (with no capabilities: bubblewrap drops

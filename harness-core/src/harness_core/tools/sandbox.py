@@ -60,7 +60,7 @@ Mode = Literal["workspace", "off"]
 MODES: Final = ("workspace", "off")
 PROBE_TIMEOUT: Final = 10.0
 CHUNK: Final = 65536
-_SERVER_SOURCE: Final = Path(_sandbox_server.__file__).read_text(encoding="utf-8")
+_SERVER_SOURCE: Final = Path(_sandbox_server.__file__).read_bytes()
 
 
 class SandboxUnavailable(Exception):
@@ -237,12 +237,13 @@ class _Server:
     def __init__(self, sandbox: Sandbox, cwd: str, directory: os.stat_result) -> None:
         self.directory = (directory.st_dev, directory.st_ino)  # the one bound writable
         self.channel, inside = socket.socketpair()
-        python = [sys.executable, "-I", "-S", "-c", _SERVER_SOURCE, str(inside.fileno())]
+        # The source on stdin, not in argv: `ps` shows `python -I -S - FD`, not the file.
+        python = [sys.executable, "-I", "-S", "-", str(inside.fileno())]
         with inside:
             self.process = subprocess.Popen(
                 sandbox.wrap(python, cwd),
                 pass_fds=(inside.fileno(),),
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 # Its own session: Ctrl-C at the terminal reaches harness, not the sandbox.
@@ -250,6 +251,11 @@ class _Server:
                 # Nothing of harness's environment: the server's is readable in /proc inside.
                 env={},
             )
+        assert self.process.stdin is not None
+        # Far less than a pipe holds, so this never blocks. A bubblewrap that failed at once
+        # has closed it: the call then reads the sandbox's end, with what it said.
+        with contextlib.suppress(BrokenPipeError), self.process.stdin as source:
+            source.write(_SERVER_SOURCE)
         self.channel.setblocking(False)
         self.busy = True  # made for a call
         self.closed = False
