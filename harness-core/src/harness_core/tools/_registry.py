@@ -6,7 +6,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -15,6 +15,9 @@ from ._schema import SchemaError, strict_schema
 from ._tool import ExecContext, RawArguments, Tool, ToolResult
 
 __all__ = ["Disposer", "Preparation", "RegisteredTool", "ToolNameConflict", "ToolRegistry"]
+
+if TYPE_CHECKING:
+    import anyio
 
 logger = logging.getLogger("harness.tools")
 
@@ -51,7 +54,7 @@ class ToolRegistry:
         self._base = base
         # deque: appended from any thread (an MCP server's connection), run on the agent's loop
         self._deferred: deque[tuple[Preparation, str]] = deque()
-        self._preparing: Any = None  # an anyio.Lock, made on the loop that first needs it
+        self._preparing: anyio.Lock | None = None  # made on the loop that first needs it
 
     def defer(self, prepare: Preparation, *, provider: str) -> None:
         """Run `prepare` before the next model request (`ready`); callable from any thread.
