@@ -356,6 +356,18 @@ def test_a_sandbox_that_dies_fails_its_call_and_the_next_starts_anew(
 
 
 @needs_bwrap
+def test_a_sandbox_that_died_between_calls_is_replaced_silently(
+    session: Session, workspace: Path
+) -> None:
+    """Nothing ran in it, so nothing is lost: the next call just gets a new sandbox."""
+    anyio.run(session.bash, "true")
+    for pid in sandboxes_of(workspace):
+        os.kill(pid, signal.SIGKILL)
+    anyio.run(poll, lambda: sandboxes_of(workspace) == [])
+    assert anyio.run(session.bash, "echo next").text == "next\n[exit code 0]"
+
+
+@needs_bwrap
 def test_the_sandbox_ends_with_its_session(session: Session, workspace: Path) -> None:
     """While the session lives its sandbox stays up; once its agent is gone, so is the sandbox."""
     anyio.run(session.bash, "true")

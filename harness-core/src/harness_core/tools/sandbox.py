@@ -278,7 +278,8 @@ class _Server:
                 message = _sandbox_server.LENGTH.pack(len(request)) + request
                 await _send_all(self.channel, message)
         except (OSError, TimeoutError):
-            self.close()  # gone, or not reading: `wait` says so
+            call.over = True  # nothing runs: the server is gone or not reading; `wait` says so
+            self.close()
         finally:
             os.close(write_end)
         return call
