@@ -218,12 +218,14 @@ def _cmdline(pid: int) -> str:
         ("seq 1 20000", 1000),
         (r"printf 'ok \xff\xfe done'", 30_000),
         ("sleep 60 & echo parent done", 30_000),
+        ("pwd; env | sort", 30_000),
     ],
 )
 def test_results_are_the_same_in_and_out_of_the_sandbox(
-    workspace: Path, harness_home: Path, command: str, limit: int
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, command: str, limit: int
 ) -> None:
-    """Output, its cap, exit codes (a signal's too) and leftover children read the same."""
+    """Output, its cap, exit codes, leftover children, the directory and the environment
+    read the same."""
 
     async def both() -> list[ToolResult]:
         results = []
@@ -234,7 +236,7 @@ def test_results_are_the_same_in_and_out_of_the_sandbox(
             results.append(await tool.execute(BashArgs(command=command), context))
         return results
 
-    os.chdir(workspace)
+    monkeypatch.chdir(workspace)  # a call with no agent runs in the process's directory
     off, sandboxed = anyio.run(both)
     assert sandboxed == off
 
