@@ -24,6 +24,7 @@ from __future__ import annotations
 import array
 import atexit
 import contextlib
+import functools
 import json
 import os
 import select
@@ -60,7 +61,6 @@ Mode = Literal["workspace", "off"]
 MODES: Final = ("workspace", "off")
 PROBE_TIMEOUT: Final = 10.0
 CHUNK: Final = 65536
-_SERVER_SOURCE: Final = Path(_sandbox_server.__file__).read_bytes()
 
 
 class SandboxUnavailable(Exception):
@@ -255,7 +255,7 @@ class _Server:
         # Far less than a pipe holds, so this never blocks. A bubblewrap that failed at once
         # has closed it: the call then reads the sandbox's end, with what it said.
         with contextlib.suppress(BrokenPipeError), self.process.stdin as source:
-            source.write(_SERVER_SOURCE)
+            source.write(_server_source())
         self.channel.setblocking(False)
         self.busy = True  # made for a call
         self.closed = False
@@ -310,6 +310,12 @@ class _Server:
         self.process.wait()
         if self.process.stderr is not None:
             self.process.stderr.close()
+
+
+@functools.cache
+def _server_source() -> bytes:
+    """Read on the first sandboxed call, not when harness starts."""
+    return Path(_sandbox_server.__file__).read_bytes()
 
 
 async def _send_all(sock: socket.socket, data: bytes) -> None:
