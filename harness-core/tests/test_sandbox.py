@@ -408,3 +408,29 @@ def test_a_replaced_working_directory_gets_a_new_sandbox(session: Session, works
     workspace.mkdir()
     assert anyio.run(session.bash, "echo y > here").text == "[exit code 0]"
     assert (workspace / "here").read_text() == "y\n"
+
+
+@needs_bwrap
+def test_harness_installed_under_tmp_still_sandboxes(tmp_path: Path, harness_home: Path) -> None:
+    """harness run from a virtual environment under /tmp (a fresh clone's, in CI): the
+    sandbox's private /tmp hides that environment, and bash still runs sandboxed."""
+    venv, work = tmp_path / "venv", tmp_path / "work"  # the workspace does not hold it
+    work.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    script = tmp_path / "s.json"
+    script.write_text(
+        '{"steps": [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo inside"}}]},'
+        ' {"text": "ok"}]}'
+    )
+    run = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "harness_core.cli", "run", "--sandbox", "workspace",
+         "--approval", "auto", "--model", f"scripted:{script}", "go"],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "✓ $ echo inside  exit 0" in run.stdout

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, Protocol
@@ -96,8 +96,9 @@ class Sandbox:
     mode: Mode = "off"
     network: bool = False
 
-    def wrap(self, argv: list[str], cwd: str) -> list[str]:
-        """`argv` as run in this sandbox with `cwd` writable (unchanged when off)."""
+    def wrap(self, argv: list[str], cwd: str, keep: Sequence[str] = ()) -> list[str]:
+        """`argv` as run in this sandbox with `cwd` writable (unchanged when off), and the
+        directories `keep` visible read-only even under the private /tmp."""
         if self.mode == "off":
             return argv
         bwrap = shutil.which("bwrap") or "bwrap"
@@ -109,6 +110,7 @@ class Sandbox:
             bwrap,
             *("--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"),
             *("--remount-ro", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
+            *(arg for path in keep for arg in ("--ro-bind", path, path)),
             *("--bind", cwd, cwd, "--chdir", cwd),
             *(() if self.network else ("--unshare-net",)),
             # --as-pid-1: the command is the namespace's init, no bubblewrap process in it.
@@ -231,6 +233,18 @@ class _SandboxedCall:
         self.server.busy = False
 
 
+# The base interpreter, not a virtual environment's link to it: the server needs only the
+# standard library (-I -S), and the environment may live where the sandbox cannot see it.
+_INTERPRETER: Final = os.path.realpath(sys.executable)
+
+
+def _runtime_under_tmp() -> tuple[str, ...]:
+    """The interpreter's installation when it lives under /tmp, which the sandbox replaces
+    with an empty one (a Python unpacked in a temporary directory): bound read-only."""
+    prefix = os.path.realpath(sys.base_prefix)
+    return (prefix,) if prefix == "/tmp" or prefix.startswith("/tmp/") else ()
+
+
 class _Server:
     """One long-lived bubblewrap running `_sandbox_server` as its PID 1: one call at a time."""
 
@@ -238,10 +252,10 @@ class _Server:
         self.directory = (directory.st_dev, directory.st_ino)  # the one bound writable
         self.channel, inside = socket.socketpair()
         # The source on stdin, not in argv: `ps` shows `python -I -S - FD`, not the file.
-        python = [sys.executable, "-I", "-S", "-", str(inside.fileno())]
+        python = [_INTERPRETER, "-I", "-S", "-", str(inside.fileno())]
         with inside:
             self.process = subprocess.Popen(
-                sandbox.wrap(python, cwd),
+                sandbox.wrap(python, cwd, _runtime_under_tmp()),
                 pass_fds=(inside.fileno(),),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
