@@ -237,6 +237,9 @@ def test_results_are_the_same_in_and_out_of_the_sandbox(
         return results
 
     monkeypatch.chdir(workspace)  # a call with no agent runs in the process's directory
+    # bash drops an inherited OLDPWD that names a directory it cannot see, and the sandbox
+    # hides whatever the test runner's previous directory under /tmp was (a CI clone's).
+    monkeypatch.delenv("OLDPWD", raising=False)
     off, sandboxed = anyio.run(both)
     assert sandboxed == off
 
