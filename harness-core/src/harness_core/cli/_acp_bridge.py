@@ -339,11 +339,7 @@ class _Session:
         the loop answers the call "interrupted".
         """
         await self._updates.join()  # the call's `tool_call` reaches the client first
-        call_id = request.call_id
-        if request.session_id != self.id:
-            # A subagent's call: the client never saw it, and its id, unique only in the
-            # subagent's session, must not name one of this session's calls.
-            call_id = f"{request.session_id}/{call_id}"
+        call_id = request.question_id(self.id)  # the client never saw a subagent's calls
         detail = request.detail
         tool_call = ToolCallUpdate(
             tool_call_id=call_id,

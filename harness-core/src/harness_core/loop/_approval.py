@@ -54,6 +54,14 @@ class ApprovalRequest:
     detail: str | None  # what else the person must see (bash: the whole command)
     arguments: str  # the raw arguments, as the model sent them
 
+    def question_id(self, asked_on: str) -> str:
+        """The call's id as the host of session `asked_on` names the question: a subagent's
+        call id is unique only in the subagent's session, so it is qualified with it
+        (`SUBAGENT_SESSION/CALL_ID`) and never names one of the host session's calls."""
+        if self.session_id == asked_on:
+            return self.call_id
+        return f"{self.session_id}/{self.call_id}"
+
 
 Asker = Callable[[ApprovalRequest], Awaitable[Answer]]
 

@@ -281,11 +281,7 @@ class Hub:
         call "interrupted".
         """
         session_id = _TURN_OF.get()
-        live, call_id = self._live[session_id], request.call_id
-        if request.session_id != session_id:
-            # A subagent's call: its id, unique only in the subagent's session, must not name
-            # one of this session's calls (the same form the ACP bridge uses).
-            call_id = f"{request.session_id}/{call_id}"
+        live, call_id = self._live[session_id], request.question_id(session_id)
         question = _Question(call_id, request, asyncio.get_running_loop().create_future())
         live.questions[call_id] = question
         live.asked.add(call_id)
