@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyte
+import pytest
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 REPO = Path(__file__).resolve().parents[1]
@@ -227,3 +229,24 @@ class Terminal:
 
 def _take_controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def npm_binary(package: str, binary: str, needed_by: str) -> str:
+    """`binary` of the npm `package` (NAME@VERSION), installed once into the user's cache;
+    the test skips, saying why, where npm is missing or cannot install it."""
+    prefix = Path.home() / ".cache" / "harness-tests" / package.lstrip("@").replace("/", "-")
+    path = prefix / "node_modules" / ".bin" / binary
+    if not path.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip(f"npm is not installed: {needed_by} needs it")
+        installed = subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if installed.returncode != 0 or not path.exists():
+            pytest.skip(f"npm could not install {package}: {installed.stderr.strip()[-300:]}")
+    return str(path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli_support import read_events, run_cli, session_ids, write_script
+from test_cli_support import npm_binary, read_events, run_cli, session_ids, write_script
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "plugins" / "harness-tool-mcp" / "tests" / "tiny_server.py"
@@ -157,24 +156,9 @@ EVERYTHING_VERSION = "2026.8.31"
 
 @pytest.fixture(scope="session")
 def everything() -> str:
-    """The reference server @modelcontextprotocol/server-everything, installed once from npm."""
-    prefix = Path.home() / ".cache" / "harness-tests" / f"server-everything-{EVERYTHING_VERSION}"
-    binary = prefix / "node_modules" / ".bin" / "mcp-server-everything"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed: the reference MCP server test needs it")
-        package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-        installed = subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if installed.returncode != 0 or not binary.exists():
-            pytest.skip(f"npm could not install {package}: {installed.stderr.strip()[-300:]}")
-    return str(binary)
+    """The reference server @modelcontextprotocol/server-everything, from npm."""
+    package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+    return npm_binary(package, "mcp-server-everything", "the reference MCP server test")
 
 
 def test_the_reference_server_through_a_scripted_turn(
