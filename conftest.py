@@ -24,6 +24,15 @@ def harness_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A session's working directory, `ws`, beside a directory outside it, `outside` (the
+    sandbox tests write to both)."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "outside").mkdir()
+    return tmp_path / "ws"
+
+
 @pytest.fixture(autouse=True)
 def process_wide_state() -> Iterator[None]:
     """A test that runs the CLI in-process installs the sandbox and the secrets the way a

@@ -14,13 +14,6 @@ UNAVAILABLE = probe()
 needs_bwrap = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no sandbox: {UNAVAILABLE}")
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "ws"
-
-
 def escape_script(workspace: Path, *, via_subagent: bool = False) -> str:
     """A turn whose bash writes one file inside the workspace and one outside it."""
     command = f"echo x > {workspace.parent / 'outside' / 'pwned'}; echo y > inside"

@@ -30,13 +30,6 @@ UNAVAILABLE = probe()
 needs_bwrap = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no sandbox: {UNAVAILABLE}")
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "outside").mkdir()
-    return tmp_path / "ws"
-
-
 def bash_in(
     workspace: Path, harness_home: Path, mode: str, command: str, network: bool = False
 ) -> str:
