@@ -8,35 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
-from test_todo_wheel import run
+from test_todo_wheel import build_wheels, run, wheel_contents
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "plugins" / "harness-tool-mcp" / "tests" / "tiny_server.py"
 
 
-def build_wheels(out: Path) -> tuple[Path, Path]:
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not on PATH; the wheels are built with `uv build`")
-    for package in ("harness-core", "harness-tool-mcp"):
-        run([uv, "build", "--package", package, "--wheel", "--out-dir", str(out)], cwd=ROOT)
-    return next(out.glob("harness_core-*.whl")), next(out.glob("harness_tool_mcp-*.whl"))
-
-
 def test_mcp_wheel_metadata(tmp_path: Path) -> None:
     """The wheel carries both entry points, its dependencies and its sources, no tests."""
-    _, wheel_path = build_wheels(tmp_path / "dist")
-    with zipfile.ZipFile(wheel_path) as wheel:
-        names = wheel.namelist()
-        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
-        entry_points = wheel.read(f"{info}/entry_points.txt").decode()
-        metadata = wheel.read(f"{info}/METADATA").decode()
+    _, wheel_path = build_wheels(tmp_path / "dist", "harness-tool-mcp")
+    names, entry_points, metadata = wheel_contents(wheel_path)
     assert "[harness.plugins]\nmcp = harness_tool_mcp" in entry_points
     assert "[harness.commands]\nmcp = mcp" in entry_points
     assert "Requires-Dist: harness-core" in metadata and "Requires-Dist: mcp" in metadata
@@ -49,7 +34,7 @@ def test_mcp_wheel_metadata(tmp_path: Path) -> None:
 def test_the_wheel_installs_into_a_fresh_venv_and_lists_its_tools(tmp_path: Path) -> None:
     """pip installs both wheels in a new venv; `harness plugins --json` there lists the
     plugin, loaded from the venv, with the configured server's tools."""
-    core, plugin = build_wheels(tmp_path / "dist")
+    core, plugin = build_wheels(tmp_path / "dist", "harness-tool-mcp")
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

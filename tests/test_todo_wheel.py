@@ -69,25 +69,31 @@ def run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> 
     return proc.stdout
 
 
-def build_wheels(out: Path) -> dict[str, Path]:
+def build_wheels(out: Path, plugin: str = "harness-tool-todo") -> tuple[Path, Path]:
+    """harness-core's wheel and `plugin`'s, built from this checkout into `out`."""
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not on PATH; the wheels are built with `uv build`")
-    for package in ("harness-core", "harness-tool-todo"):
+    for package in ("harness-core", plugin):
         run([uv, "build", "--package", package, "--wheel", "--out-dir", str(out)], cwd=ROOT)
     core = next(out.glob("harness_core-*.whl"))
-    todo = next(out.glob("harness_tool_todo-*.whl"))
-    return {"core": core, "todo": todo}
+    return core, next(out.glob(f"{plugin.replace('-', '_')}-*.whl"))
 
 
-def test_todo_wheel_metadata(tmp_path: Path) -> None:
-    """The plugin wheel carries its entry point, its dependency on the core and its sources."""
-    todo = build_wheels(tmp_path / "dist")["todo"]
-    with zipfile.ZipFile(todo) as wheel:
+def wheel_contents(wheel_path: Path) -> tuple[list[str], str, str]:
+    """A wheel's file names, its entry_points.txt and its METADATA."""
+    with zipfile.ZipFile(wheel_path) as wheel:
         names = wheel.namelist()
         info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
         metadata = wheel.read(f"{info}/METADATA").decode()
+    return names, entry_points, metadata
+
+
+def test_todo_wheel_metadata(tmp_path: Path) -> None:
+    """The plugin wheel carries its entry point, its dependency on the core and its sources."""
+    _, todo = build_wheels(tmp_path / "dist")
+    names, entry_points, metadata = wheel_contents(todo)
     assert "[harness.plugins]\ntodo = harness_tool_todo" in entry_points
     assert "Requires-Dist: harness-core" in metadata
     for module in ("__init__.py", "_model.py", "_tool.py", "_render.py", "projections.py"):
@@ -101,14 +107,14 @@ def test_todo_wheel_metadata(tmp_path: Path) -> None:
 def test_wheels_install_into_a_fresh_venv_and_work(tmp_path: Path) -> None:
     """pip installs both wheels in a new venv; the plugin loads from its entry point there and
     a todo_write call through the real loop appends the list and answers the exact text."""
-    wheels = build_wheels(tmp_path / "dist")
+    core, todo = build_wheels(tmp_path / "dist")
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     python = venv / "bin" / "python"
     # The venv must see only what pip installed: no workspace paths leak in.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     run(
-        [str(python), "-m", "pip", "install", "--quiet", str(wheels["core"]), str(wheels["todo"])],
+        [str(python), "-m", "pip", "install", "--quiet", str(core), str(todo)],
         cwd=tmp_path,
         env=env,
     )
