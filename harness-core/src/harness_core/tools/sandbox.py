@@ -233,11 +233,6 @@ class _SandboxedCall:
         self.server.busy = False
 
 
-# The base interpreter, not a virtual environment's link to it: the server needs only the
-# standard library (-I -S), and the environment may live where the sandbox cannot see it.
-_INTERPRETER: Final = os.path.realpath(sys.executable)
-
-
 def _runtime_under_tmp() -> tuple[str, ...]:
     """The interpreter's installation when it lives under /tmp, which the sandbox replaces
     with an empty one (a Python unpacked in a temporary directory): bound read-only."""
@@ -252,7 +247,10 @@ class _Server:
         self.directory = (directory.st_dev, directory.st_ino)  # the one bound writable
         self.channel, inside = socket.socketpair()
         # The source on stdin, not in argv: `ps` shows `python -I -S - FD`, not the file.
-        python = [_INTERPRETER, "-I", "-S", "-", str(inside.fileno())]
+        # The base interpreter, not a virtual environment's link to it: the server needs only
+        # the standard library (-I -S), and the environment may live where the sandbox
+        # cannot see it.
+        python = [os.path.realpath(sys.executable), "-I", "-S", "-", str(inside.fileno())]
         with inside:
             self.process = subprocess.Popen(
                 sandbox.wrap(python, cwd, _runtime_under_tmp()),
