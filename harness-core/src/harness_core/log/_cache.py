@@ -1,0 +1,52 @@
+"""Derived files under `$HARNESS_HOME/cache/`, which the query commands read to stay fast.
+
+Every one is computed from the session files and is checked against them before it is
+trusted, so it is never the only copy of anything: a cache that is missing, stale, torn or
+unwritable costs a slower query, never a wrong answer or an error. That is why reading and
+writing here never raise, and why it lives outside `sessions/`, which holds only the logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "read_cache", "write_cache"]
+
+
+def cache_dir(sessions_dir: Path) -> Path:
+    """The cache directory beside a sessions directory: `$HARNESS_HOME/cache`."""
+    return sessions_dir.parent / "cache"
+
+
+def read_cache(path: Path) -> bytes | None:
+    """The file's bytes, or None when there is none (or it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def write_cache(path: Path, data: bytes) -> bool:
+    """Replace `path` with `data` at once (a reader sees the old file or the new one, never
+    half of one); False when it could not, which the caller may ignore."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        # The cache says which sessions exist and how long they are: private, like them.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temporary, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return False
+    return True
