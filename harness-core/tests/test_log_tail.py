@@ -205,7 +205,8 @@ def test_cost_does_not_grow_with_the_session(
     log_bytes_read: dict[str, int],
     query: Callable[..., Event | None],
 ) -> None:
-    """The same query on 1k- and 50k-event sessions with the same tail reads the same bytes."""
+    """The same query on 1k- and 50k-event sessions with the same tail reads the same bytes,
+    give or take the longer seq numbers of the longer one's lines."""
     short = _session_with_filler(log_store, log_turn, filler_turns=330)
     long = _session_with_filler(log_store, log_turn, filler_turns=16_660)
     assert long.stat().st_size > 40 * short.stat().st_size
@@ -215,5 +216,5 @@ def test_cost_does_not_grow_with_the_session(
     assert answers[0] is not None and answers[1] is not None
     assert answers[0].type == answers[1].type
     assert answers[0].seq == 1 + 3 * 330 + (answers[1].seq - 1 - 3 * 16_660)
-    assert log_bytes_read[str(short)] == log_bytes_read[str(long)]
+    assert 0 <= log_bytes_read[str(long)] - log_bytes_read[str(short)] < 100
     assert log_bytes_read[str(long)] < 20_000

@@ -22,6 +22,7 @@ import orjson
 
 from ..secret import current as current_secrets
 from ._envelope import EnvelopeError, Event, decode_line, now_ts
+from ._index import SAVE_EVERY, TailIndex, forget_index, load_index, save_index
 from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
 from ._open import NotASession, open_regular
@@ -156,6 +157,10 @@ class SessionLog:
         self._size = 0  # bytes of complete lines; the file never holds a partial line past it
         self._lines = 0  # complete lines read so far, so refresh reports file line numbers
         self._checker: InvariantChecker | None = None
+        # The tail index a writer keeps (`_index.py`): the newest line of each type it knows
+        # of, from `_index_start` on, and how far the saved index reaches.
+        self._latest: dict[str, tuple[int, int]] = {}
+        self._index_start = self._index_saved = 0
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -180,6 +185,7 @@ class SessionLog:
             lock_exclusive(fd, path)
             _fsync_dir(path.parent)
             log = cls(path, registry, fd)
+            forget_index(path)  # a session of the same name before this one
             log._checker = InvariantChecker() if dev_mode() else None
             if observer is not None:
                 log.listeners.append(partial(observer, log))
@@ -238,8 +244,19 @@ class SessionLog:
                 message = f"ignoring {len(whole.torn)} bytes after the last newline"
                 self.problems.insert(0, message)
         self.committed_seq = self.events[-1].seq if self.events else -1
-        if self._fd is not None and dev_mode():
-            self._checker = InvariantChecker.from_tail(self.events)
+        if self._fd is not None:
+            self._adopt_index()
+            if dev_mode():
+                self._checker = InvariantChecker.from_tail(self.events)
+
+    def _adopt_index(self) -> None:
+        """Go on with the saved tail index when it describes the file as it is; else index
+        from here on (a reader scans back past `_index_start` for anything older)."""
+        self._index_start = self._index_saved = self._size
+        index = load_index(self.path)
+        last = self.events[-1].seq if self.events else None
+        if index is not None and (index.size, index.seq) == (self._size, last):
+            self._index_start, self._latest = index.start, index.latest
 
     def _ingest(self, lines: Iterable[bytes], first_seq: int) -> None:
         # Replay allocates one container per JSON object and keeps every one of them: the
@@ -340,6 +357,7 @@ class SessionLog:
             # Never leave a partial line for the next append to glue onto.
             os.ftruncate(fd, self._size)
             raise LogWriteError(f"could not append to {self.path}: {exc}") from exc
+        self._latest[type] = (seq, self._size)
         self._size += written
         if checker is not None:
             checker.fold(event)
@@ -375,6 +393,14 @@ class SessionLog:
             return
         _datasync(self._fd)
         self.committed_seq = self.events[-1].seq
+        if self._size - self._index_saved >= SAVE_EVERY:
+            self._save_index()
+
+    def _save_index(self) -> None:
+        """Save the tail index up to here: only after a commit, so it covers durable lines."""
+        index = TailIndex(self._index_start, self._size, self.events[-1].seq, self._latest)
+        save_index(self.path, index)
+        self._index_saved = self._size
 
     # -- queries and lifetime --------------------------------------------------------------
 
@@ -400,6 +426,8 @@ class SessionLog:
         if self._fd is not None:
             try:
                 self.commit()
+                if self._size != self._index_saved:
+                    self._save_index()
             finally:
                 os.close(self._fd)
                 self._fd = None

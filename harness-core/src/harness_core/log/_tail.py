@@ -1,7 +1,8 @@
 """Tail queries: the newest event of some types, read backwards from the end of the file.
 
 The cost depends on how far back the answer is, not on the session's length, which is what
-a query such as `harness todos ID` needs to answer at once on a long session.
+a query such as `harness todos ID` needs to answer at once on a long session; with the
+writer's tail index (`_index.py`) it does not depend on how far back the answer is either.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from ._envelope import EnvelopeError, Event, decode_line
+from ._index import TailIndex, load_index
 from ._open import open_regular
 
 __all__ = ["find_latest", "last_event", "last_event_in"]
@@ -28,22 +30,93 @@ Run = tuple[bytearray, int, int]
 
 
 def find_latest(path: Path, types: Collection[str]) -> Event | None:
-    """The newest well-formed event whose type is in `types` (or is `types`, a str), or None."""
+    """The newest well-formed event whose type is in `types` (or is `types`, a str), or None.
+
+    It reads back from the end over what the session's tail index (`_index.py`) does not
+    cover, then takes the index's answer once the log confirms it, so the cost does not grow
+    with how far back the answer is either.
+    """
     # A bare str is one type name, not a collection of characters to test membership in.
     types = frozenset((types,) if isinstance(types, str) else types)
     markers = _type_markers(types)
     fd = open_regular(path)
     try:
-        for line in _marked_lines_backwards(fd, markers):
-            try:
-                event = decode_line(line)
-            except EnvelopeError:
-                continue
-            if event.type in types:  # the marker may sit in a payload: the envelope decides
-                return event
+        index = load_index(path)
+        if index is not None and index.size > os.fstat(fd).st_size:
+            index = None  # the log is shorter than what was indexed: not the file it indexed
+        covered = index.size if index is not None else 0
+        found = _scan(fd, types, markers, None, covered)
+        if found is not None or index is None:
+            return found
+        return _from_index(fd, index, types, markers)
     finally:
         os.close(fd)
+
+
+def _from_index(
+    fd: int, index: TailIndex, types: frozenset[str], markers: tuple[bytes, ...]
+) -> Event | None:
+    """The index's answer for `types`, checked against the log; else the scan's."""
+    last = _event_ending_at(fd, index.size)
+    if last is None or last.seq != index.seq:
+        return _scan(fd, types, markers, index.size)  # the index does not describe this file
+    newest = index.newest(types)
+    if newest is None:
+        return _scan(fd, types, markers, index.start)  # none since the writer's start
+    seq, offset = newest
+    event = _event_at(fd, offset)
+    if event is not None and event.seq == seq and event.type in types:
+        return event
+    return _scan(fd, types, markers, index.size)
+
+
+def _scan(
+    fd: int, types: frozenset[str], markers: tuple[bytes, ...], end: int | None, stop: int = 0
+) -> Event | None:
+    """The newest event of `types` in the whole lines of `[stop, end)` (`end` None: to the
+    end of the file, a torn tail left out)."""
+    for line in _marked_lines_backwards(fd, markers, end, stop):
+        try:
+            event = decode_line(line)
+        except EnvelopeError:
+            continue
+        if event.type in types:  # the marker may sit in a payload: the envelope decides
+            return event
     return None
+
+
+def _event_ending_at(fd: int, end: int) -> Event | None:
+    """The event on the line that ends (with its newline) at byte `end`, or None."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        return None
+    for buffer, lo, hi in _runs_backwards(fd, end):
+        start = buffer.rfind(b"\n", lo, hi) + 1 or lo
+        return _decoded(bytes(buffer[start:hi]))
+    return None
+
+
+def _event_at(fd: int, offset: int) -> Event | None:
+    """The event on the line that starts at byte `offset`, or None."""
+    if offset > 0 and os.pread(fd, 1, offset - 1) != b"\n":
+        return None  # not the start of a line
+    chunks: list[bytes] = []
+    block = _FIRST_BLOCK
+    while chunk := os.pread(fd, block, offset):
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            chunks.append(chunk[:cut])
+            return _decoded(b"".join(chunks))
+        chunks.append(chunk)
+        offset += len(chunk)
+        block = min(block * 2, _MAX_BLOCK)
+    return None  # no newline before the end: a torn line
+
+
+def _decoded(line: bytes) -> Event | None:
+    try:
+        return decode_line(line)
+    except EnvelopeError:
+        return None
 
 
 def _type_markers(types: frozenset[str]) -> tuple[bytes, ...]:
@@ -52,19 +125,22 @@ def _type_markers(types: frozenset[str]) -> tuple[bytes, ...]:
     return tuple({orjson.dumps(t) for t in types} | {json.dumps(t).encode() for t in types})
 
 
-def _marked_lines_backwards(fd: int, markers: tuple[bytes, ...]) -> Iterator[bytes]:
-    """Complete lines that contain one of `markers`, newest first, torn tail ignored.
+def _marked_lines_backwards(
+    fd: int, markers: tuple[bytes, ...], end: int | None = None, stop: int = 0
+) -> Iterator[bytes]:
+    """Complete lines of `[stop, end)` that contain one of `markers`, newest first, a torn
+    tail ignored.
 
-    The plan query reads back over a whole session when the plan was written long ago: each
-    run is searched with `rfind` in C, and only lines holding a marker are copied out and
+    Without an index, the plan query reads back over a whole session when the plan was
+    written long ago: each run is searched with `rfind` in C, and only lines holding a marker are copied out and
     parsed, so the scan runs at the speed of reading the file.
     """
-    for buffer, lo, hi in _runs_backwards(fd):
+    for buffer, lo, hi in _runs_backwards(fd, end, stop):
         limit = hi
         while (found := max(buffer.rfind(m, lo, limit) for m in markers)) >= 0:
             start = buffer.rfind(b"\n", lo, found) + 1 or lo
-            end = buffer.find(b"\n", found, hi)
-            yield bytes(buffer[start : end if end >= 0 else hi])
+            line_end = buffer.find(b"\n", found, hi)
+            yield bytes(buffer[start : line_end if line_end >= 0 else hi])
             limit = start
 
 
@@ -92,18 +168,19 @@ def last_event_in(fd: int) -> Event | None:
     return None
 
 
-def _runs_backwards(fd: int) -> Iterator[Run]:
-    """The file's complete lines in runs, newest first; bytes after the last newline (a torn
-    tail) are left out. One buffer is reused for every run (a fresh block per read would cost
+def _runs_backwards(fd: int, end: int | None = None, stop: int = 0) -> Iterator[Run]:
+    """The complete lines of `[stop, end)` in runs, newest first (`end` None: the end of the
+    file; `stop` is the start of a line); bytes after the last newline (a torn tail) are left
+    out. One buffer is reused for every run (a fresh block per read would cost
     more in page faults than the search itself), so a caller is done with a run before it
     asks for the next."""
-    start = os.fstat(fd).st_size
+    start = os.fstat(fd).st_size if end is None else end
     buffer = bytearray()
     carry = 0  # buffer[:carry]: the end of a line whose start is further back
     block = _FIRST_BLOCK
     torn = True  # until the last newline is read, the bytes read are a torn tail
-    while start > 0:
-        size = min(block, start)
+    while start > stop:
+        size = min(block, start - stop)
         block = min(block * 2, _MAX_BLOCK)
         start -= size
         if not _prepend_block(fd, buffer, start, size, carry):
@@ -115,8 +192,8 @@ def _runs_backwards(fd: int) -> Iterator[Run]:
                 carry = 0
                 continue
             torn = False
-        lo = buffer.find(b"\n", 0, hi) + 1 if start > 0 else 0
-        if lo == 0 and start > 0:
+        lo = buffer.find(b"\n", 0, hi) + 1 if start > stop else 0
+        if lo == 0 and start > stop:
             carry = hi  # a line longer than the buffer: read further back first
             continue
         yield buffer, lo, hi
