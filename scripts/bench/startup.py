@@ -10,8 +10,9 @@ medians, then each goal as a ratio of two medians measured in the same run:
 - `todos ID` on a 100k-event session and `sessions` on a home of 1,000 sessions: within 3x of
   `harness --version`;
 - `todos ID` on 100k events within 1.2x of `todos ID` on 100 events: both sessions wrote their
-  plan in the first turn, so the plan query reads back over the whole session (a third
-  session, the long one plus a last turn that writes a plan, shows the tail-only case);
+  plan in the first turn, so without the writer's tail index the plan query would read back
+  over the whole session (a third session, the long one plus a last turn that writes a plan,
+  shows the tail-only case; it was copied, so its index starts where that turn does);
 - `show ID --json` and `events ID` (they print everything) within 1.5x of a bare `python3`
   parsing the same file line by line with the standard library's `json`, startup included.
 
