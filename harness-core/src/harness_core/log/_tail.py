@@ -132,8 +132,8 @@ def _marked_lines_backwards(
     tail ignored.
 
     Without an index, the plan query reads back over a whole session when the plan was
-    written long ago: each run is searched with `rfind` in C, and only lines holding a marker are copied out and
-    parsed, so the scan runs at the speed of reading the file.
+    written long ago: each run is searched with `rfind` in C, and only lines holding a marker
+    are copied out and parsed, so the scan runs at the speed of reading the file.
     """
     for buffer, lo, hi in _runs_backwards(fd, end, stop):
         limit = hi
