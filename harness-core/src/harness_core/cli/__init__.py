@@ -44,7 +44,7 @@ def _main(argv: Sequence[str] | None) -> int:
     # Help (or no command at all) lists what plugins declare, without importing them; the
     # metadata scan costs more than the rest of `--version`, which has no use for it.
     listing = word is None and "--version" not in argv
-    parser = build_parser(declared=declared_commands() if listing else ())
+    parser = build_parser(declared=declared_commands() if listing else (), only=word)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors end inside argparse

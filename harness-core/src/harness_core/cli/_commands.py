@@ -32,7 +32,10 @@ def _run(argv: list[str], word: str) -> int:
     commands = plugin_commands(app)
     if word not in commands:
         _explain_missing(app, word)
-    parser = build_parser(list(commands.values()))
+    if word in commands:  # the grammar of that command alone, parsed as part of the whole
+        parser = build_parser([commands[word]], only=word)
+    else:  # a word nobody adds: argparse's usage error lists every command there is
+        parser = build_parser(list(commands.values()))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help and usage errors end inside argparse

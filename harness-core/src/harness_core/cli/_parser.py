@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from .._version import __version__
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ..hosts import Command
+
+    Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 __all__ = ["COMMANDS_GROUP", "CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
 
 # The entry-point group where a distribution may declare the commands its plugin adds.
 COMMANDS_GROUP: Final = "harness.commands"
-CORE_COMMANDS: Final = frozenset(
-    {
-        "run",
-        "chat",
-        "compact",
-        "demo",
-        "sessions",
-        "show",
-        "events",
-        "plugins",
-        "serve",
-        "acp",
-        "sandbox-check",
-    }
-)
 
 DESCRIPTION: Final = """\
 An agent harness: a model works through tools in a session whose every step is an event in
@@ -69,9 +58,16 @@ def declared_commands() -> list[tuple[str, str]]:
 
 
 def build_parser(
-    plugin_commands: Sequence[Command] = (), declared: Sequence[tuple[str, str]] = ()
+    plugin_commands: Sequence[Command] = (),
+    declared: Sequence[tuple[str, str]] = (),
+    *,
+    only: str | None = None,
 ) -> argparse.ArgumentParser:
-    """The grammar of the core commands, and of the commands plugins add (or declare)."""
+    """The grammar of the core commands, and of the commands plugins add (or declare).
+
+    `only` names the command the line runs: the other core commands' grammar is left out,
+    which `--help` alone needs (building all of it is most of a cold command's parse time).
+    """
     parser = argparse.ArgumentParser(
         prog="harness",
         description=DESCRIPTION,
@@ -80,73 +76,9 @@ def build_parser(
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-
-    run = commands.add_parser(
-        "run", help="one turn; a new session unless --session continues one", description=RUN
-    )
-    _model_options(run)
-    _safety_options(run)
-    run.add_argument("--session", metavar="ID", help="continue this session")
-    run.add_argument("--json", action="store_true", help="stream the events as JSON Lines")
-    run.add_argument("prompt", metavar="PROMPT", help="what to ask (- reads it from stdin)")
-
-    chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
-    _model_options(chat)
-    _safety_options(chat)
-    chat.add_argument("--session", metavar="ID", help="continue this session")
-
-    compact = commands.add_parser(
-        "compact",
-        help="summarize a session's history so far, to free the model's context",
-        description=COMPACT,
-    )
-    _model_options(compact)
-    compact.add_argument("id", metavar="ID")
-
-    demo = commands.add_parser(
-        "demo",
-        help="a scripted session: plans, runs tools, finishes (no key, no network)",
-        description=DEMO,
-    )
-    demo.add_argument("--fast", action="store_true", help="no pauses between the steps")
-
-    sessions = commands.add_parser("sessions", help="list sessions, newest first")
-    sessions.add_argument("--json", action="store_true", help="a JSON array of sessions")
-
-    show = commands.add_parser("show", help="a session's transcript")
-    show.add_argument("id", metavar="ID")
-    show.add_argument(
-        "--json", action="store_true", help="the message history the model would be sent next"
-    )
-
-    events = commands.add_parser("events", help="a session's events as JSON Lines")
-    events.add_argument("id", metavar="ID")
-
-    plugins = commands.add_parser(
-        "plugins", help="every discovered plugin: loaded, disabled or rejected, and why"
-    )
-    plugins.add_argument("--json", action="store_true", help="a JSON array of plugin records")
-    serve = commands.add_parser(
-        "serve", help="the web host: a live conversation page", description=SERVE
-    )
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
-    )
-    serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
-    _safety_options(serve)
-    bridge = commands.add_parser(
-        "acp", help="an Agent Client Protocol agent on stdio (editors, CI)", description=ACP
-    )
-    bridge.add_argument(
-        "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
-    )
-    _safety_options(bridge)
-    commands.add_parser(
-        "sandbox-check",
-        help="whether bash can run sandboxed here (bubblewrap), and why not",
-        description=SANDBOX_CHECK,
-    )
+    for name, add in _CORE.items():
+        if only is None or only == name:
+            add(commands)
     for command in plugin_commands:
         added = commands.add_parser(
             command.name,
@@ -159,6 +91,115 @@ def build_parser(
     for name, dist in declared:
         commands.add_parser(name, help=f"added by {dist} (harness {name} --help)")
     return parser
+
+
+def _run(commands: Commands) -> None:
+    run = commands.add_parser(
+        "run", help="one turn; a new session unless --session continues one", description=RUN
+    )
+    _model_options(run)
+    _safety_options(run)
+    run.add_argument("--session", metavar="ID", help="continue this session")
+    run.add_argument("--json", action="store_true", help="stream the events as JSON Lines")
+    run.add_argument("prompt", metavar="PROMPT", help="what to ask (- reads it from stdin)")
+
+
+def _chat(commands: Commands) -> None:
+    chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
+    _model_options(chat)
+    _safety_options(chat)
+    chat.add_argument("--session", metavar="ID", help="continue this session")
+
+
+def _compact(commands: Commands) -> None:
+    compact = commands.add_parser(
+        "compact",
+        help="summarize a session's history so far, to free the model's context",
+        description=COMPACT,
+    )
+    _model_options(compact)
+    compact.add_argument("id", metavar="ID")
+
+
+def _demo(commands: Commands) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="a scripted session: plans, runs tools, finishes (no key, no network)",
+        description=DEMO,
+    )
+    demo.add_argument("--fast", action="store_true", help="no pauses between the steps")
+
+
+def _sessions(commands: Commands) -> None:
+    sessions = commands.add_parser("sessions", help="list sessions, newest first")
+    sessions.add_argument("--json", action="store_true", help="a JSON array of sessions")
+
+
+def _show(commands: Commands) -> None:
+    show = commands.add_parser("show", help="a session's transcript")
+    show.add_argument("id", metavar="ID")
+    show.add_argument(
+        "--json", action="store_true", help="the message history the model would be sent next"
+    )
+
+
+def _events(commands: Commands) -> None:
+    events = commands.add_parser("events", help="a session's events as JSON Lines")
+    events.add_argument("id", metavar="ID")
+
+
+def _plugins(commands: Commands) -> None:
+    plugins = commands.add_parser(
+        "plugins", help="every discovered plugin: loaded, disabled or rejected, and why"
+    )
+    plugins.add_argument("--json", action="store_true", help="a JSON array of plugin records")
+
+
+def _serve(commands: Commands) -> None:
+    serve = commands.add_parser(
+        "serve", help="the web host: a live conversation page", description=SERVE
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
+    )
+    serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
+    _safety_options(serve)
+
+
+def _acp(commands: Commands) -> None:
+    bridge = commands.add_parser(
+        "acp", help="an Agent Client Protocol agent on stdio (editors, CI)", description=ACP
+    )
+    bridge.add_argument(
+        "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
+    )
+    _safety_options(bridge)
+
+
+def _sandbox_check(commands: Commands) -> None:
+    commands.add_parser(
+        "sandbox-check",
+        help="whether bash can run sandboxed here (bubblewrap), and why not",
+        description=SANDBOX_CHECK,
+    )
+
+
+# In the order `--help` lists them.
+_CORE: Final[dict[str, Callable[[Commands], None]]] = {
+    "run": _run,
+    "chat": _chat,
+    "compact": _compact,
+    "demo": _demo,
+    "sessions": _sessions,
+    "show": _show,
+    "events": _events,
+    "plugins": _plugins,
+    "serve": _serve,
+    "acp": _acp,
+    "sandbox-check": _sandbox_check,
+}
+CORE_COMMANDS: Final = frozenset(_CORE)
 
 
 def _model_options(command: argparse.ArgumentParser) -> None:
