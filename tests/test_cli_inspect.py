@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -160,6 +161,41 @@ def test_sessions_shows_the_parent_of_a_subagent_session(
         line for line in run_cli("sessions").stdout.splitlines() if line.startswith(child["id"])
     )
     assert f"↳ {child['parent_session']}: look around" in line
+
+
+def test_sessions_follows_sessions_continued_created_and_deleted(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """Each listing shows the sessions as they are now, whatever an earlier listing saw."""
+    script = write_script(tmp_path / "s.json", [{"text": "k"}])
+    assert run_cli("run", "--model", script, "first").returncode == 0
+    (first,) = session_ids(harness_home)
+    assert [s["events"] for s in json.loads(run_cli("sessions", "--json").stdout)] == [5]
+    assert run_cli("run", "--model", script, "--session", first, "more").returncode == 0
+    assert run_cli("run", "--model", script, "second").returncode == 0
+    second = session_ids(harness_home)[-1]
+    listed = json.loads(run_cli("sessions", "--json").stdout)
+    assert [(s["id"], s["events"]) for s in listed] == [(second, 5), (first, 9)]
+    (harness_home / "sessions" / f"{first}.jsonl").unlink()
+    assert [line.split()[0] for line in run_cli("sessions").stdout.splitlines()] == ["ID", second]
+
+
+def test_sessions_lists_without_a_usable_cache(tmp_path: Path, harness_home: Path) -> None:
+    """A cache directory that is a file, or a garbage cache, changes nothing printed."""
+    script = write_script(tmp_path / "s.json", [{"text": "k"}])
+    assert run_cli("run", "--model", script, "hello").returncode == 0
+
+    def listing() -> tuple[int, str, str]:
+        result = run_cli("sessions")
+        return result.returncode, result.stdout, result.stderr
+
+    expected = listing()
+    assert expected[0] == 0 and "hello" in expected[1]
+    (harness_home / "cache" / "sessions.json").write_bytes(b"\x00garbage")
+    assert listing() == expected
+    shutil.rmtree(harness_home / "cache")
+    (harness_home / "cache").write_text("a file")
+    assert listing() == expected
 
 
 def test_sessions_on_an_empty_home_says_so(harness_home: Path) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -244,15 +246,140 @@ def test_list_survives_a_session_deleted_while_listing(
         pass
     with log_store.create() as doomed:
         pass
-    real_glob = Path.glob
+    real_scandir = os.scandir
 
-    def glob_then_delete(self: Path, pattern: str) -> Iterator[Path]:
-        found = list(real_glob(self, pattern))
+    def scandir_then_delete(
+        path: Path,
+    ) -> contextlib.AbstractContextManager[list[os.DirEntry[str]]]:
+        with real_scandir(path) as scan:
+            found = list(scan)
         doomed.path.unlink()
-        return iter(found)
+        return contextlib.nullcontext(found)
 
-    monkeypatch.setattr(Path, "glob", glob_then_delete)
+    monkeypatch.setattr(os, "scandir", scandir_then_delete)
     assert [s.id for s in log_store.list()] == [kept.session_id]
+
+
+# -- the listing cache: $HARNESS_HOME/cache/sessions.json ------------------------------------
+
+
+def _cache(store: SessionStore) -> Path:
+    return store.home / "cache" / "sessions.json"
+
+
+def test_a_second_listing_reads_no_session_file(
+    log_store: SessionStore, log_turn: WriteTurn, log_bytes_read: dict[str, int]
+) -> None:
+    """Unchanged sessions are listed from the cache, exactly as from their files."""
+    paths = []
+    for prompt in ("first", "second"):
+        with log_store.create(parent_session="p", cwd="/work") as log:
+            log_turn(log, prompt)
+        paths.append(str(log.path))
+    cold = log_store.list()
+    assert all(log_bytes_read[path] > 0 for path in paths)
+    log_bytes_read.clear()
+    assert log_store.list() == cold
+    assert not any(path in log_bytes_read for path in paths)
+    assert sorted(os.listdir(log_store.directory)) == sorted(Path(p).name for p in paths)
+
+
+def test_list_shows_events_appended_after_a_listing(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A session written to since the last listing shows its new event count and time."""
+    with log_store.create() as log:
+        log_turn(log, "first")
+    (before,) = log_store.list()
+    with log_store.open(log.session_id) as writer:
+        time.sleep(0.002)  # a later millisecond for the new events' timestamps
+        log_turn(writer, "again")
+        last = writer.events[-1]
+    (after,) = log_store.list()
+    assert after.events == last.seq + 1 == before.events + 8
+    assert after.updated == last.ts > before.updated
+
+
+def test_list_shows_new_sessions_and_drops_deleted_ones(log_store: SessionStore) -> None:
+    """A session created after a listing appears in the next one; a deleted one disappears."""
+    with log_store.create() as first:
+        pass
+    assert [s.id for s in log_store.list()] == [first.session_id]
+    with log_store.create() as second:
+        pass
+    assert {s.id for s in log_store.list()} == {first.session_id, second.session_id}
+    first.path.unlink()
+    assert [s.id for s in log_store.list()] == [second.session_id]
+    assert first.session_id not in _cache(log_store).read_text()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"", b"{not json", b'{"format": [1, "0.0.0"], "sessions": {}}', b"[]", b"\xff" * 100],
+)
+def test_a_damaged_cache_is_ignored_and_replaced(
+    log_store: SessionStore, log_turn: WriteTurn, damage: bytes
+) -> None:
+    """A torn, foreign or garbage cache file changes nothing listed, and is rewritten."""
+    with log_store.create() as log:
+        log_turn(log, "hello")
+    expected = log_store.list()
+    _cache(log_store).write_bytes(damage)
+    assert log_store.list() == expected
+    assert log.session_id in _cache(log_store).read_text()
+
+
+def test_a_cache_row_that_lies_is_not_shown(log_store: SessionStore, log_turn: WriteTurn) -> None:
+    """A row whose fields are not what harness writes is read from the file instead."""
+    with log_store.create() as log:
+        log_turn(log, "hello")
+    expected = log_store.list()
+    cache = _cache(log_store)
+    content = json.loads(cache.read_bytes())
+    row = content["sessions"][log.path.name]
+    row[6] = "many"  # the event count
+    row[7] = 42  # the title
+    cache.write_text(json.dumps(content))
+    assert log_store.list() == expected
+
+
+def test_list_works_when_the_cache_cannot_be_written(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """`cache` being a file costs the listing nothing but speed."""
+    with log_store.create() as log:
+        log_turn(log, "hello")
+    (log_store.home / "cache").write_text("not a directory")
+    for _ in range(2):
+        (summary,) = log_store.list()
+        assert (summary.id, summary.events, summary.title) == (log.session_id, 9, "hello")
+    assert (log_store.home / "cache").read_text() == "not a directory"
+
+
+def test_files_with_a_problem_are_checked_at_every_listing(log_store: SessionStore) -> None:
+    """An unreadable file stays reported, and is listed as a session once it is one."""
+    with log_store.create() as log:
+        pass
+    garbage = log_store.directory / "later.jsonl"
+    garbage.write_bytes(b"garbage\n")
+    for _ in range(2):
+        listed = {s.id: s.problem for s in log_store.list()}
+        assert listed["later"] is not None and "not an event" in listed["later"]
+    garbage.write_bytes(log.path.read_bytes().replace(log.session_id.encode(), b"later"))
+    assert {s.id: s.problem for s in log_store.list()} == {log.session_id: None, "later": None}
+
+
+def test_the_cache_is_private(log_store: SessionStore) -> None:
+    """cache/ is 0700 and sessions.json 0600 whatever the umask allows: it names sessions."""
+    with log_store.create():
+        pass
+    old = os.umask(0o022)
+    try:
+        log_store.list()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(_cache(log_store).stat().st_mode) == 0o600
+    assert stat.S_IMODE(_cache(log_store).parent.stat().st_mode) == 0o700
 
 
 def test_store_uses_its_registry(log_store: SessionStore, log_registry: EventTypeRegistry) -> None:

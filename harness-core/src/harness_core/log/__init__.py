@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._envelope import EnvelopeError, Event
 from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog, read_lines
 from ._invariants import InvariantViolation, dev_mode
+from ._listing import SessionSummary
 from ._lock import SessionLocked
 from ._open import NotASession
 from ._projection import (
@@ -22,7 +23,7 @@ from ._projection import (
     MessageProjection,
     derive_messages,
 )
-from ._store import SessionNotFound, SessionStore, SessionSummary, default_home
+from ._store import SessionNotFound, SessionStore, default_home
 from ._tail import find_latest, last_event
 from ._types import (
     CORE_EVENT_TYPES,
