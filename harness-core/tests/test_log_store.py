@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import stat
 import time
 from collections.abc import Callable
@@ -349,6 +350,7 @@ def test_list_works_when_the_cache_cannot_be_written(
     """`cache` being a file costs the listing nothing but speed."""
     with log_store.create() as log:
         log_turn(log, "hello")
+    shutil.rmtree(log_store.home / "cache")  # the writer's tail index
     (log_store.home / "cache").write_text("not a directory")
     for _ in range(2):
         (summary,) = log_store.list()
@@ -371,10 +373,10 @@ def test_files_with_a_problem_are_checked_at_every_listing(log_store: SessionSto
 
 def test_the_cache_is_private(log_store: SessionStore) -> None:
     """cache/ is 0700 and sessions.json 0600 whatever the umask allows: it names sessions."""
-    with log_store.create():
-        pass
     old = os.umask(0o022)
     try:
+        with log_store.create():
+            pass  # its writer makes cache/tail/ for its tail index
         log_store.list()
     finally:
         os.umask(old)

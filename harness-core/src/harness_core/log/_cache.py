@@ -35,7 +35,7 @@ def write_cache(path: Path, data: bytes) -> bool:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         # The cache says which sessions exist and how long they are: private, like them.
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _private_directory(path.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temporary, flags, 0o600)
         try:
@@ -50,3 +50,13 @@ def write_cache(path: Path, data: bytes) -> bool:
             os.unlink(temporary)
         return False
     return True
+
+
+def _private_directory(directory: Path) -> None:
+    """Make `directory` and each missing parent 0700 (`mkdir(parents=True)` would give the
+    parents the umask's mode: `cache/` readable by all when `cache/tail/` is made first)."""
+    if directory.is_dir():
+        return
+    _private_directory(directory.parent)
+    with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+        directory.mkdir(mode=0o700)
