@@ -391,3 +391,29 @@ async def test_a_process_killed_mid_tool_leaves_a_session_that_resumes(
         {"status": "error", "error": CRASHED_TURN},
         {"status": "completed", "error": None},
     ]
+
+
+async def test_a_turn_open_after_a_lost_turn_end_is_repaired_without_touching_older_calls(
+    store: SessionStore, host: PluginHost
+) -> None:
+    """A damaged log (turn 1's end lost, turn 2 open): repair ends turn 2 and leaves turn 1's
+    unanswered call to the projection, which answers it as interrupted in every request."""
+    log = store.create(system_prompt="sys", cwd=os.getcwd())
+    log.append("turn/start", {}, turn=1)
+    log.append("message/user", {"text": "Do a thing."}, turn=1)
+    call = {"id": "a", "name": "bash", "arguments": '{"command": "echo a"}'}
+    log.append("message/assistant", {"text": None, "tool_calls": [call]}, turn=1)
+    log.close()
+    with log.path.open("ab") as handle:  # turn 1's end and results never reached the disk
+        handle.write(b'{"seq":4,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},')
+        handle.write(b'"turn":2}\n')
+    log = store.open(log.session_id)
+    model = ScriptedModel([{"text": "Recovered."}])
+    outcome = await Agent(log, model, host.tools).run_turn("Where were we?")
+    assert outcome.status == "completed"
+    assert [e.type for e in log.events[4:7]] == ["turn/start", "turn/end", "turn/start"]
+    assert turn_ends(log.events)[0] == {"status": "error", "error": CRASHED_TURN}
+    assert model.requests[0][-2:] == [
+        {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED_TEXT},
+        {"role": "user", "content": "Where were we?"},
+    ]

@@ -102,6 +102,12 @@ class MessageProjection:
         self.catch_up()
         return dict(self._pending)
 
+    @property
+    def pending_seq(self) -> int:
+        """The seq of the assistant message whose calls `pending_calls` holds."""
+        self.catch_up()
+        return self._pending_seq
+
     def apply(self, event: Event) -> None:
         if event.type in self._surface:
             self._backlog.append(event)

@@ -537,7 +537,15 @@ class Agent:
             )
 
     def _answer_open_calls(self, finished: dict[str, ToolResult]) -> None:
-        """Give every call of the latest assistant message a result: its own, or interrupted."""
+        """Give every call of the latest assistant message a result: its own, or interrupted.
+
+        Only when that message is in this turn: in a damaged log (a turn/end lost, so a turn
+        opens after an earlier one's calls), a result here would answer a call of another
+        turn; the projection answers those as interrupted in every request instead.
+        """
+        start = self.session.latest(("turn/start",))
+        if start is not None and self.session.projection.pending_seq < start.seq:
+            return
         for call_id, tool_name in self.session.projection.pending_calls.items():
             result = finished.pop(call_id, None) or ToolResult(INTERRUPTED_TEXT, is_error=True)
             self._append_result(call_id, tool_name, result)
