@@ -198,6 +198,16 @@ def test_sessions_lists_without_a_usable_cache(tmp_path: Path, harness_home: Pat
     assert listing() == expected
 
 
+def test_sessions_reports_a_bad_config(harness_home: Path) -> None:
+    """`sessions` loads no plugin but checks config.toml like every command: one error line."""
+    harness_home.mkdir()
+    config = harness_home / "config.toml"
+    config.write_text("model = [\n")
+    assert str(config) in one_error_line(run_cli("sessions"))
+    config.write_text('max_steps = "many"\n')
+    assert "max_steps" in one_error_line(run_cli("sessions"))
+
+
 def test_sessions_on_an_empty_home_says_so(harness_home: Path) -> None:
     """No sessions yet: a friendly line (and [] with --json), exit 0."""
     result = run_cli("sessions")

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from harness_core.log import EventTypeRegistry, SessionStore
 from harness_core.testing.pytest_plugin import FakeDistribution
 from test_cli_startup import imported_after
 from test_cli_support import one_error_line, run_cli, session_ids, write_script
@@ -94,14 +95,21 @@ def test_help_and_version_work_with_a_broken_plugin(broken_site: dict[str, str])
 
 
 def test_other_commands_warn_about_a_broken_plugin_on_one_line(
-    broken_site: dict[str, str],
+    broken_site: dict[str, str], harness_home: Path
 ) -> None:
-    """A rejected plugin is one warning line on stderr; the command itself succeeds."""
-    result = run_cli("sessions", env=broken_site)
+    """A rejected plugin is one warning line on stderr; the command itself succeeds.
+    `sessions` loads no plugin, so it lists without the warning."""
+    with SessionStore(harness_home, EventTypeRegistry()).create() as log:
+        pass
+    result = run_cli("events", log.session_id, env=broken_site)
     assert result.returncode == 0
+    assert json.loads(result.stdout)["type"] == "session/start"
     warnings = result.stderr.splitlines()
     assert len(warnings) == 1
     assert warnings[0].startswith("harness: warning: broken (broken-plugin 2.3.4")
+    listing = run_cli("sessions", env=broken_site)
+    assert (listing.returncode, listing.stderr) == (0, "")
+    assert listing.stdout.splitlines()[1].startswith(log.session_id)
 
 
 def test_strict_mode_turns_a_rejection_into_a_one_line_error(

@@ -1,10 +1,10 @@
 """One invocation's wiring, and the error boundary every command runs inside.
 
-`App` builds what the commands share, in the order docs/architecture.md describes: the config of
-HARNESS_HOME, a plugin host with the built-in plugin and every installed plugin registered
-(their event types and tools materialise when a command first needs them), the session store,
-and on demand a model and an agent. `dispatch` turns each expected
-failure into one line on stderr and a non-zero exit status.
+`App` builds what the commands share, in the order docs/architecture.md describes: the config
+of HARNESS_HOME (`ConfiguredHome`: all that `sessions` needs), a plugin host with the built-in
+plugin and every installed plugin registered (their event types and tools materialise when a
+command first needs them), the session store, and on demand a model and an agent. `dispatch`
+turns each expected failure into one line on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO, cast
 
-from .. import builtins, secret
+from .. import secret
 from ..config import Config, ConfigError
 from ..hosts import one_line
 from ..log import (
@@ -32,11 +32,11 @@ from ..log import (
     SessionStore,
     default_home,
 )
-from ..plugins import PluginHost, PluginLoadError
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
     from ..loop import Agent, Approval, Asker, CompactionPolicy, Policy
     from ..models import DeltaSink, Model
+    from ..plugins import PluginHost
     from ..tools import ToolRegistry
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "EXIT_ERROR",
     "App",
     "CliError",
+    "ConfiguredHome",
     "dispatch",
     "guarded",
     "install_log_handler",
@@ -84,13 +85,12 @@ class CliError(Exception):
 
 
 # Failures a user can act on: their message is the whole story, no traceback. The models'
-# errors and a plugin command's CommandError join them in `_expected`, which imports them only
-# when something failed (a core command never loads the hosts' extension points).
+# errors, the plugin host's and a plugin command's CommandError join them in `_expected`, which
+# imports them only when something failed (`sessions` never loads the plugin host).
 _EXPECTED: Final = (
     CliError,
     ConfigError,
     NotASession,
-    PluginLoadError,
     SessionLocked,
     SessionNotFound,
     OSError,
@@ -101,8 +101,10 @@ def _expected(exc: Exception) -> bool:
     from ..hosts import CommandError
     from ..models import ModelError
     from ..models._presets import ModelConfigError
+    from ..plugins import PluginLoadError
 
-    return isinstance(exc, (*_EXPECTED, CommandError, ModelConfigError, ModelError))
+    expected = (*_EXPECTED, CommandError, ModelConfigError, ModelError, PluginLoadError)
+    return isinstance(exc, expected)
 
 
 def dispatch(args: Namespace) -> int:
@@ -208,11 +210,8 @@ def install_log_handler(*, quiet_plugins: bool) -> None:
     )
 
 
-class App:
-    """HARNESS_HOME, its config, the plugin host and the session store of one invocation.
-
-    It is also what a plugin's command gets as its `CommandContext`.
-    """
+class ConfiguredHome:
+    """HARNESS_HOME and its config, checked, with the secrets the config names installed."""
 
     def __init__(self, home: Path | None = None) -> None:
         self.home = home if home is not None else default_home()
@@ -224,7 +223,20 @@ class App:
                 os.environ, secret_env=self.settings.secret_env, pass_env=self.settings.pass_env
             )
         )
-        self.host = PluginHost(self.config)
+
+
+class App(ConfiguredHome):
+    """HARNESS_HOME, its config, the plugin host and the session store of one invocation.
+
+    It is also what a plugin's command gets as its `CommandContext`.
+    """
+
+    def __init__(self, home: Path | None = None) -> None:
+        super().__init__(home)
+        from .. import builtins  # the plugins load here, not when a command module imports this
+        from ..plugins import PluginHost
+
+        self.host: PluginHost = PluginHost(self.config)
         builtins.add_to(self.host)
         self.records = self.host.load_entry_points()
         # Every append to a session this store writes reaches the plugins' observers, whoever

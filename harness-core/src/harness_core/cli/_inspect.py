@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from ..hosts import one_line
-from ..log import SessionSummary, read_lines
-from ._app import App
+from ..log import EventTypeRegistry, SessionStore, SessionSummary, read_lines
+from ._app import App, ConfiguredHome
 
 __all__ = ["events", "sessions", "show"]
 
@@ -30,13 +30,15 @@ def _print_json(value: Any) -> None:
 
 
 def sessions(args: Namespace) -> int:
-    app = App()
-    found = app.store.list()
+    # Nothing a plugin does changes the listing, so no plugin loads (startup time); the config
+    # is still checked, as for every command. The listing reads no payload: core types do.
+    store = SessionStore(ConfiguredHome().home, EventTypeRegistry())
+    found = store.list()
     if args.json:
         _print_json([_summary_json(s) for s in found])
         return 0
     if not found:
-        print(f"no sessions yet in {app.store.directory}")
+        print(f"no sessions yet in {store.directory}")
         return 0
     print(f"{'ID':<24} {'UPDATED':<19} {'EVENTS':>6}  TITLE")
     for summary in found:
