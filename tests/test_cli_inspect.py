@@ -198,6 +198,16 @@ def test_sessions_lists_without_a_usable_cache(tmp_path: Path, harness_home: Pat
     assert listing() == expected
 
 
+def test_sessions_prints_each_title_clean_on_one_line(tmp_path: Path, harness_home: Path) -> None:
+    """A first prompt with terminal escapes, tabs and newlines is one clean row; --json keeps it."""
+    prompt = "\x1b]0;pwned\x07Fix\n\tthe   \x1b[31mflaky\x1b[0m test\r\n\x7fnow"
+    script = write_script(tmp_path / "s.json", [{"text": "k"}])
+    assert run_cli("run", "--model", script, prompt).returncode == 0
+    (row,) = run_cli("sessions").stdout.splitlines()[1:]
+    assert row.endswith("  Fix the flaky test now")
+    assert json.loads(run_cli("sessions", "--json").stdout)[0]["title"] == prompt
+
+
 def test_sessions_reports_a_bad_config(harness_home: Path) -> None:
     """`sessions` loads no plugin but checks config.toml like every command: one error line."""
     harness_home.mkdir()

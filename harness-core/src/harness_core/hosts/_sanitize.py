@@ -32,5 +32,7 @@ def clean(text: str) -> str:
 
 def one_line(text: str, width: int = LABEL_WIDTH) -> str:
     """`text` cleaned and folded onto one line of at most `width` characters."""
-    line = " ".join(clean(text).split())
+    # Whatever `clean` removes starts with a control character, which is not printable: a
+    # printable text (most titles and labels) skips the regex (`harness sessions` folds 1,000).
+    line = " ".join((text if text.isprintable() else clean(text)).split())
     return line if len(line) <= width else line[: width - 1] + "…"
