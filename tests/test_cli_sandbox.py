@@ -4,11 +4,20 @@ and warning, `harness sandbox-check`, and a subagent's bash in its parent's sand
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from harness_core.tools.sandbox import probe
-from test_cli_support import bash_call, one_error_line, run_cli, session_ids, write_script
+from test_cli_support import (
+    bash_call,
+    child_env,
+    one_error_line,
+    run_cli,
+    session_ids,
+    write_script,
+)
 
 UNAVAILABLE = probe()
 needs_bwrap = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no sandbox: {UNAVAILABLE}")
@@ -111,6 +120,32 @@ def test_sandbox_check_says_why_not(harness_home: Path, no_bwrap: dict[str, str 
     result = run_cli("sandbox-check", env=no_bwrap)
     assert result.returncode == 1
     assert result.stdout.startswith("sandbox: unavailable: bubblewrap (bwrap) is not installed")
+
+
+WITHOUT_PIDFD = """
+import os, sys
+del os.pidfd_open  # as on Linux before 5.3, or a Python built without it
+from harness_core.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_system_without_pidfd_open_is_told_why_it_cannot_sandbox(harness_home: Path) -> None:
+    """The sandbox waits for each command on a pidfd: where there is none, sandbox-check and
+    an explicit --sandbox workspace say so on one line instead of failing every bash call."""
+    python = [sys.executable, "-c", WITHOUT_PIDFD]
+    env = child_env(None)
+    check = subprocess.run([*python, "sandbox-check"], env=env, capture_output=True, text=True)
+    assert check.returncode == 1
+    assert check.stdout.startswith("sandbox: unavailable: ")
+    assert "pidfd_open" in check.stdout and "Linux 5.3 or later" in check.stdout
+    model = write_script(harness_home.parent / "script.json", [{"text": "unused"}])
+    explicit = [*python, "run", "--sandbox", "workspace", "--model", model, "go"]
+    refused = subprocess.run(explicit, env=env, capture_output=True, text=True)
+    assert "--sandbox workspace cannot run: this system has no pidfd_open" in one_error_line(
+        refused
+    )
+    assert session_ids(harness_home) == []
 
 
 @needs_bwrap

@@ -394,6 +394,8 @@ def probe(network: bool = False) -> str | None:
     """None when bubblewrap can sandbox a command here; else why not, in one line."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    if (missing := _no_pidfd()) is not None:
+        return missing
     argv = Sandbox("workspace", network).wrap(["true"], "/")
     try:
         done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
@@ -403,6 +405,16 @@ def probe(network: bool = False) -> str | None:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = why[-1] if why else f"exit status {done.returncode}"
         return f"bwrap cannot create its namespaces here ({detail}); user namespaces may be off"
+    return None
+
+
+def _no_pidfd() -> str | None:
+    """Why the sandbox's server could not wait for a command here (it waits on a pidfd, which
+    Linux has since 5.3), or None."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as exc:  # AttributeError: a Python built without it
+        return f"this system has no pidfd_open ({exc}); the sandbox needs Linux 5.3 or later"
     return None
 
 
