@@ -24,6 +24,7 @@ class Person:
 
     async def __call__(self, request: ApprovalRequest) -> Answer:
         self.asked.append(request)
+        await anyio.sleep(0.01)  # a person takes a while: other tasks run meanwhile
         return self.answers.pop(0)
 
 
@@ -136,6 +137,24 @@ async def test_allow_for_the_session_survives_a_resume(
         assert second.exists() and resumed_person.asked == []
         assert [a["scope"] for a in approvals(log.events)] == ["session", "session"]
         assert [a["by"] for a in approvals(log.events)] == ["user", "user"]
+
+
+async def test_allow_for_the_session_covers_the_other_calls_of_the_same_response(
+    store: SessionStore, host: PluginHost, tmp_path: Path
+) -> None:
+    """Two bash calls in one response run side by side, but their questions come one at a
+    time: "allow for this session" on the first one answers the second."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    person = Person("session")  # a second question would find no answer and fail the test
+    steps = [{"tool_calls": [touch(first), touch(second)]}, {"text": "ok"}]
+    agent = agent_for(store, host, steps, "ask", person)
+    outcome = await agent.run_turn("Both.")
+    assert outcome.status == "completed"
+    assert len(person.asked) == 1 and first.exists() and second.exists()
+    assert [(a["by"], a["scope"]) for a in approvals(agent.session.events)] == [
+        ("user", "session"),
+        ("user", "session"),
+    ]
 
 
 async def test_a_session_grant_covers_only_its_tool(

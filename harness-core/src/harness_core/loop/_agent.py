@@ -111,6 +111,9 @@ class Agent:
         self.compaction = compaction or CompactionPolicy()
         self.approval = approval or Approval()
         self._grants = SessionGrants(granted)
+        # One question at a time, even for calls that run side by side: an answer ("allow
+        # for this session") can answer the next call's question before it is asked.
+        self._deciding = anyio.Lock()
         self.turn: int | None = None
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
@@ -496,16 +499,20 @@ class Agent:
             tool.present_approval(args),
             call.arguments,
         )
-        granted = tool.name in self._grants.tools(self.session.events)
-        decision = await self.approval.decide(request, granted)
-        self.append(
-            "tool/approval",
-            ToolApproval(
-                call_id=call.id, decision=decision.decision, by=decision.by, scope=decision.scope
-            ),
-        )
-        if decision.by == "user":
-            self.session.commit()  # a person's answer, and a session grant, must not be lost
+        async with self._deciding:
+            granted = tool.name in self._grants.tools(self.session.events)
+            decision = await self.approval.decide(request, granted)
+            self.append(
+                "tool/approval",
+                ToolApproval(
+                    call_id=call.id,
+                    decision=decision.decision,
+                    by=decision.by,
+                    scope=decision.scope,
+                ),
+            )
+            if decision.by == "user":
+                self.session.commit()  # a person's answer, and a session grant, must not be lost
         if decision.decision == "deny":
             return ToolResult(denied_text(tool.name, decision.reason or "no reason"), True)
         return None
