@@ -248,13 +248,18 @@ async def test_policies_that_never_ask(
 async def test_a_client_that_cannot_be_asked_refuses_the_call(
     tmp_path: Path, harness_home: Path
 ) -> None:
-    """A client without request_permission: the call is refused and stderr says why, once."""
+    """A client without request_permission: the call is refused by the policy (nobody
+    refused it), the model reads why, and stderr says it once."""
     model = write_script(tmp_path / "s.json", touching("one", "two"))
     async with bridge(tmp_path, *ASK, "--model", model) as (conn, _):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await conn.prompt(session_id=sid, prompt=prompt("One"))
         await conn.prompt(session_id=sid, prompt=prompt("Two"))
-    assert results(harness_home, sid) == [DENIED_BY_USER] * 2
+    (first, second) = results(harness_home, sid)
+    assert first == second
+    assert first.startswith("Error: bash was denied: the approval policy is ask and the ACP ")
+    assert "client could not be asked (" in first and "--approval auto" in first
+    assert [a["by"] for a in approvals(harness_home, sid)] == ["policy", "policy"]
     assert not (tmp_path / "one").exists()
     stderr = (tmp_path / "acp-stderr.txt").read_text()
     assert stderr.count("the client could not be asked whether bash may run") == 1

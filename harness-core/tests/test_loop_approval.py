@@ -9,7 +9,15 @@ from typing import Any
 
 import anyio
 from harness_core.log import INTERRUPTED_TEXT, Event, SessionLog, SessionStore
-from harness_core.loop import Agent, Answer, Approval, ApprovalRequest, Policy, TurnOutcome
+from harness_core.loop import (
+    Agent,
+    Answer,
+    Approval,
+    ApprovalRequest,
+    CannotAsk,
+    Policy,
+    TurnOutcome,
+)
 from harness_core.loop._approval import DENIED_BY_POLICY, DENIED_BY_USER, NOBODY_TO_ASK
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
@@ -114,6 +122,24 @@ async def test_ask_with_nobody_to_ask_refuses_and_says_how_to_allow(
     await agent.run_turn("Go.")
     assert not marker.exists()
     assert results(agent.session.events) == [f"Error: bash was denied: {NOBODY_TO_ASK}"]
+
+
+async def test_a_host_that_cannot_ask_refuses_by_policy_with_its_reason(
+    store: SessionStore, host: PluginHost, tmp_path: Path
+) -> None:
+    """An asker that raises CannotAsk: the call is refused by the policy, not by a person,
+    and the model reads the host's reason."""
+
+    async def unreachable(request: ApprovalRequest) -> Answer:
+        raise CannotAsk("the client went away")
+
+    log = store.create(system_prompt=None, cwd=os.getcwd())
+    steps = [{"tool_calls": [touch(tmp_path / "x")]}, {"text": "ok"}]
+    agent = Agent(log, ScriptedModel(steps), host.tools, approval=Approval("ask", unreachable))
+    await agent.run_turn("Go.")
+    assert not (tmp_path / "x").exists()
+    assert results(log.events) == ["Error: bash was denied: the client went away"]
+    assert [(a["decision"], a["by"]) for a in approvals(log.events)] == [("deny", "policy")]
 
 
 async def test_allow_for_the_session_survives_a_resume(

@@ -62,7 +62,7 @@ from .._version import __version__
 from ..hosts import Change, Conversation, McpServerSpec, ToolRow, one_line
 from ..hosts._present import call_label
 from ..log import Event, LogWriteError, SessionLog, SessionNotFound
-from ..loop import Answer, Approval, ApprovalRequest
+from ..loop import Answer, Approval, ApprovalRequest, CannotAsk
 from ..tools import ToolRegistry
 from ._app import App, _describe, _expected, utf8_text
 
@@ -334,7 +334,8 @@ class _Session:
     async def _ask(self, request: ApprovalRequest) -> Answer:
         """The agent's Asker: `session/request_permission` for one call, mapped to an Answer.
 
-        A `cancelled` outcome or a failed request refuses the call. A `session/cancel` while
+        A `cancelled` outcome refuses the call; a failed request refuses it by the policy,
+        saying why (CannotAsk). A `session/cancel` while
         the client decides cancels the turn instead: the CancelledError passes through and
         the loop answers the call "interrupted".
         """
@@ -354,14 +355,18 @@ class _Session:
                 session_id=self.id, tool_call=tool_call, options=PERMISSION_OPTIONS
             )
         except Exception as exc:  # a client without the method, or one that went away
+            why = one_line(str(exc), 300)
             if not self._client_failed:
                 self._client_failed = True
                 logger.warning(
                     "the client could not be asked whether %s may run (%s): it is refused",
                     request.tool,
-                    one_line(str(exc), 300),
+                    why,
                 )
-            return "deny"
+            raise CannotAsk(
+                f"the approval policy is ask and the ACP client could not be asked ({why}); "
+                "run with --approval auto to let tools run"
+            ) from None
         outcome = response.outcome
         if isinstance(outcome, AllowedOutcome):
             return ANSWERS.get(outcome.option_id, "deny")

@@ -23,6 +23,7 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "Asker",
+    "CannotAsk",
     "Decision",
     "Policy",
     "SessionGrants",
@@ -41,6 +42,12 @@ NOBODY_TO_ASK: Final = (
     "the approval policy is ask and there is no one to ask here (no terminal); "
     "run with --approval auto to let tools run"
 )
+
+
+class CannotAsk(Exception):
+    """Raised by an Asker that could not put the question (an ACP client without
+    `session/request_permission`, or one that went away): the call is refused by the policy,
+    and the message, the reason, reaches the model. Nobody refused it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +100,10 @@ class Approval:
             return Decision("allow", "user", "session")
         if self.asker is None:
             return Decision("deny", "policy", reason=NOBODY_TO_ASK)
-        answer = await self.asker(request)
+        try:
+            answer = await self.asker(request)
+        except CannotAsk as exc:
+            return Decision("deny", "policy", reason=str(exc))
         if answer == "deny":
             return Decision("deny", "user", reason=DENIED_BY_USER)
         return Decision("allow", "user", answer)
