@@ -170,6 +170,14 @@ def _note_replaced(path: Path) -> None:
     path.write_bytes(b"".join(lines))
 
 
+def _note_across_the_end(path: Path) -> None:
+    """The last line edited into a longer note: the newest note now runs across the byte where
+    the index ends, so neither the index nor the bytes after it hold it whole."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[-1] = _line_of_length(NOTE_TYPE, len(lines[-1]) + 200)
+    path.write_bytes(b"".join(lines))
+
+
 def _truncated(path: Path) -> None:
     """The log cut back to its first half (whole lines): shorter than what was indexed."""
     data = path.read_bytes()
@@ -184,7 +192,16 @@ def _other_sessions_index(path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", [_garble, _foreign, _note_inserted, _note_replaced, _truncated, _other_sessions_index]
+    "damage",
+    [
+        _garble,
+        _foreign,
+        _note_inserted,
+        _note_replaced,
+        _note_across_the_end,
+        _truncated,
+        _other_sessions_index,
+    ],
 )
 def test_an_index_that_does_not_describe_the_log_is_not_trusted(
     log_store: SessionStore, damage: object

@@ -42,10 +42,9 @@ def find_latest(path: Path, types: Collection[str]) -> Event | None:
     fd = open_regular(path)
     try:
         index = load_index(path)
-        if index is not None and index.size > os.fstat(fd).st_size:
-            index = None  # the log is shorter than what was indexed: not the file it indexed
-        covered = index.size if index is not None else 0
-        found = _scan(fd, types, markers, None, covered)
+        if index is not None and not _describes(fd, index):
+            index = None  # a log edited, cut or replaced since: the scan answers alone
+        found = _scan(fd, types, markers, None, index.size if index is not None else 0)
         if found is not None or index is None:
             return found
         return _from_index(fd, index, types, markers)
@@ -53,13 +52,20 @@ def find_latest(path: Path, types: Collection[str]) -> Event | None:
         os.close(fd)
 
 
+def _describes(fd: int, index: TailIndex) -> bool:
+    """Whether the log still holds what `index` covers: a whole line ends where the index
+    ends, and it is the event the index names."""
+    if index.size > os.fstat(fd).st_size:
+        return False
+    last = _event_ending_at(fd, index.size)
+    return last is not None and last.seq == index.seq
+
+
 def _from_index(
     fd: int, index: TailIndex, types: frozenset[str], markers: tuple[bytes, ...]
 ) -> Event | None:
-    """The index's answer for `types`, checked against the log; else the scan's."""
-    last = _event_ending_at(fd, index.size)
-    if last is None or last.seq != index.seq:
-        return _scan(fd, types, markers, index.size)  # the index does not describe this file
+    """The index's answer for `types`, checked against the log; else the scan's of what the
+    index covers."""
     newest = index.newest(types)
     if newest is None:
         return _scan(fd, types, markers, index.start)  # none since the writer's start
