@@ -417,3 +417,20 @@ async def test_a_turn_open_after_a_lost_turn_end_is_repaired_without_touching_ol
         {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED_TEXT},
         {"role": "user", "content": "Where were we?"},
     ]
+
+
+async def test_a_turn_start_without_its_number_is_not_repaired_but_passed_over(
+    store: SessionStore, host: PluginHost
+) -> None:
+    """A damaged turn/start (its "turn" key garbled) names no turn to end: the next turn
+    starts after it instead of failing on an end for turn None."""
+    log = store.create(system_prompt="sys", cwd=os.getcwd())
+    log.close()
+    with log.path.open("ab") as handle:
+        handle.write(b'{"seq":1,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},')
+        handle.write(b'"uurn":1}\n')
+    log = store.open(log.session_id)
+    outcome = await Agent(log, ScriptedModel([{"text": "Fine."}]), host.tools).run_turn("Go on.")
+    assert outcome.status == "completed"
+    assert [(e.type, e.turn) for e in log.events[1:3]] == [("turn/start", None), ("turn/start", 1)]
+    assert turn_ends(log.events) == [{"status": "completed", "error": None}]

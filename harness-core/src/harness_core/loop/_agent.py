@@ -253,7 +253,9 @@ class Agent:
         if self.turn is not None:
             return False  # our own turn is running: it is open, not crashed
         boundary = self.session.latest(("turn/start", "turn/end"))
-        if boundary is None or boundary.type == "turn/end":
+        if boundary is None or boundary.type == "turn/end" or boundary.turn is None:
+            # A turn/start without its number is damage, not a turn a crash left open: no
+            # turn/end could name it, and the next turn/start closes it for every reader.
             return False
         logger.warning("%s: closing turn %s left open", self.session.session_id, boundary.turn)
         with self._observed():
