@@ -434,3 +434,25 @@ async def test_a_turn_start_without_its_number_is_not_repaired_but_passed_over(
     assert outcome.status == "completed"
     assert [(e.type, e.turn) for e in log.events[1:3]] == [("turn/start", None), ("turn/start", 1)]
     assert turn_ends(log.events) == [{"status": "completed", "error": None}]
+
+
+async def test_a_turn_whose_results_were_lost_before_a_user_message_is_repaired(
+    store: SessionStore, host: PluginHost
+) -> None:
+    """Damage that leaves a user message after unanswered calls: the projection answers them
+    interrupted, and the repair ends the turn without an answer of its own."""
+    log = store.create(system_prompt="sys", cwd=os.getcwd())
+    log.append("turn/start", {}, turn=1)
+    log.append("message/user", {"text": "first"}, turn=1)
+    call = {"id": "a", "name": "bash", "arguments": '{"command": "echo a"}'}
+    log.append("message/assistant", {"text": None, "tool_calls": [call]}, turn=1)
+    log.close()
+    with log.path.open("ab") as handle:  # what came between was lost
+        handle.write(b'{"seq":15,"type":"message/user","ts":"2026-01-01T00:00:00.000Z",')
+        handle.write(b'"data":{"text":"again"},"turn":2}\n')
+    log = store.open(log.session_id)
+    model = ScriptedModel([{"text": "Recovered."}])
+    outcome = await Agent(log, model, host.tools).run_turn("Go on.")
+    assert outcome.status == "completed"
+    assert turn_ends(log.events)[0] == {"status": "error", "error": CRASHED_TURN}
+    assert {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED_TEXT} in model.requests[0]

@@ -65,6 +65,10 @@ class InvariantChecker:
             self.open_calls = {str(c.get("id")) for c in calls if isinstance(c, dict)}
         elif kind == "tool/result":
             self.open_calls.discard(event.data.get("call_id"))
+        elif kind == "message/user":
+            # Only a damaged log has a user message after unanswered calls (`validate` refuses
+            # one): the projection answers them "interrupted" there, so nothing is left open.
+            self.open_calls = set()
 
     def check(self, event: Event) -> None:
         """Raise InvariantViolation if appending `event` breaks a rule; else fold it."""
