@@ -109,6 +109,29 @@ def test_a_writer_that_reopens_the_session_goes_on_with_its_index(
     assert found == forward_latest(path, NOTES)
 
 
+def test_a_writer_after_a_crash_goes_on_from_the_last_save(
+    log_store: SessionStore, log_bytes_read: dict[str, int]
+) -> None:
+    """A writer killed after a save left up to a MiB unindexed: the next writer reads only
+    that, so the far-back answer stays cheap for good, not only until the next query."""
+    log = log_store.create()
+    append_turn(log, note="the plan")
+    while not index_file(log.path).exists():
+        append_turn(log, filler=50)
+    at_the_crash = index_file(log.path).read_bytes()  # the last save before the kill
+    append_turn(log, filler=50)
+    log.close()
+    index_file(log.path).write_bytes(at_the_crash)
+    with SessionLog.open(log.path, log_store.registry) as reopened:
+        append_turn(reopened, filler=1)
+    assert orjson.loads(index_file(log.path).read_bytes())["start"] == 0
+    log_bytes_read.clear()
+    found = find_latest(log.path, NOTES)
+    assert log_bytes_read[str(log.path)] < 20_000
+    assert found == forward_latest(log.path, NOTES)
+    assert find_latest(log.path, ("message/user",)) == forward_latest(log.path, ("message/user",))
+
+
 def test_the_index_is_saved_every_mib_not_only_at_close(
     log_store: SessionStore, log_bytes_read: dict[str, int]
 ) -> None:
@@ -252,7 +275,7 @@ steps = st.lists(
     st.one_of(
         st.tuples(st.just("write"), st.integers(0, 3), st.booleans()),
         st.tuples(st.just("hand"), st.just(0), st.just(True)),
-        st.tuples(st.sampled_from(["drop", "garble"]), st.just(0), st.just(False)),
+        st.tuples(st.sampled_from(["drop", "garble", "crash"]), st.just(0), st.just(False)),
     ),
     min_size=1,
     max_size=8,
@@ -264,19 +287,25 @@ steps = st.lists(
 def test_queries_agree_with_a_forward_read_after_any_history(
     tmp_path_factory: pytest.TempPathFactory, plan: list[tuple[str, int, bool]]
 ) -> None:
-    """Writers that index, writers that do not, a lost or torn index: the same answers."""
+    """Writers that index, writers that do not, a lost or torn index, a writer that crashed
+    after an earlier save (its index rewound): the same answers."""
     log_registry = EventTypeRegistry()
     log_registry.declare(EventType(NOTE_TYPE, Note, surface=False))
     store = SessionStore(tmp_path_factory.mktemp("home"), log_registry)
     with store.create() as log:
         path = log.path
+    saves = [index_file(path).read_bytes()]
     for number, (action, turns, note) in enumerate(plan):
         if action == "write":
             with SessionLog.open(path, log_registry) as log:
                 for turn in range(turns):
                     append_turn(log, note=f"note {number}.{turn}" if note else None)
+            if index_file(path).exists():
+                saves.append(index_file(path).read_bytes())
         elif action == "hand":
             hand_turn(path, f"note {number} by hand")
+        elif action == "crash":
+            index_file(path).write_bytes(saves[number % len(saves)])
         elif index_file(path).exists():
             if action == "drop":
                 os.unlink(index_file(path))

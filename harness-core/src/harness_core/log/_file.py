@@ -27,6 +27,7 @@ from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
 from ._open import NotASession, open_regular
 from ._projection import MessageProjection
+from ._tail import caught_up
 from ._types import EventTypeRegistry
 
 if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
@@ -250,12 +251,16 @@ class SessionLog:
                 self._checker = InvariantChecker.from_tail(self.events)
 
     def _adopt_index(self) -> None:
-        """Go on with the saved tail index when it describes the file as it is; else index
-        from here on (a reader scans back past `_index_start` for anything older)."""
+        """Go on with the saved tail index when it describes the file as it is, or as it was
+        at the last save of a writer that crashed; else index from here on (a reader then
+        scans back past `_index_start` for anything older)."""
         self._index_start = self._index_saved = self._size
         index = load_index(self.path)
-        last = self.events[-1].seq if self.events else None
-        if index is not None and (index.size, index.seq) == (self._size, last):
+        if index is None or not self.events or self._fd is None:
+            return
+        if index.size < self._size:  # appended after the last save: a writer that crashed
+            index = caught_up(self._fd, index, self._size)
+        if index is not None and (index.size, index.seq) == (self._size, self.events[-1].seq):
             self._index_start, self._latest = index.start, index.latest
 
     def _ingest(self, lines: Iterable[bytes], first_seq: int) -> None:

@@ -18,7 +18,10 @@ from ._envelope import EnvelopeError, Event, decode_line
 from ._index import TailIndex, load_index
 from ._open import open_regular
 
-__all__ = ["find_latest", "last_event", "last_event_in"]
+__all__ = ["caught_up", "find_latest", "last_event", "last_event_in"]
+
+# A writer reads at most this much after its index's end to go on with it (`caught_up`).
+_MAX_CATCH_UP = 16 * 1024 * 1024
 
 # Reads start small (a line is usually a few kB) and double, so a listing of a thousand
 # sessions reads a few kB of each, while a long line still costs O(log n) reads.
@@ -59,6 +62,26 @@ def _describes(fd: int, index: TailIndex) -> bool:
         return False
     last = _event_ending_at(fd, index.size)
     return last is not None and last.seq == index.seq
+
+
+def caught_up(fd: int, index: TailIndex, end: int) -> TailIndex | None:
+    """`index` extended over the whole lines of `[index.size, end)`: what a writer appended
+    after its last save, before a crash. None when the index does not describe the file, when a
+    line there is not an event, or when there is too much to read (a writer then indexes from
+    where it opens the file)."""
+    if not 0 < end - index.size <= _MAX_CATCH_UP or not _describes(fd, index):
+        return None
+    data = os.pread(fd, end - index.size, index.size)
+    if len(data) != end - index.size or not data.endswith(b"\n"):
+        return None
+    latest, seq, offset = dict(index.latest), index.seq, index.size
+    for line in data.split(b"\n")[:-1]:
+        event = _decoded(line)
+        if event is None:
+            return None
+        latest[event.type], seq = (event.seq, offset), event.seq
+        offset += len(line) + 1
+    return TailIndex(index.start, end, seq, latest)
 
 
 def _from_index(
