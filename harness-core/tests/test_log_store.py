@@ -316,7 +316,14 @@ def test_list_shows_new_sessions_and_drops_deleted_ones(log_store: SessionStore)
 
 @pytest.mark.parametrize(
     "damage",
-    [b"", b"{not json", b'{"format": [1, "0.0.0"], "sessions": {}}', b"[]", b"\xff" * 100],
+    [
+        b"",
+        b"{not json",
+        b'{"format": [1, "0.0.0"], "sessions": {}}',
+        b"[]",
+        b"\xff" * 100,
+        b"[" * 100_000,
+    ],
 )
 def test_a_damaged_cache_is_ignored_and_replaced(
     log_store: SessionStore, log_turn: WriteTurn, damage: bytes

@@ -22,18 +22,10 @@ from typing import TYPE_CHECKING, Final, TextIO, cast
 from .. import secret
 from ..config import Config, ConfigError
 from ..hosts import one_line
-from ..log import (
-    Event,
-    EventSink,
-    NotASession,
-    SessionLocked,
-    SessionLog,
-    SessionNotFound,
-    SessionStore,
-    default_home,
-)
+from ..log import NotASession, SessionLocked, SessionNotFound, SessionStore, default_home
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
+    from ..log import Event, EventSink, SessionLog
     from ..loop import Agent, Approval, Asker, CompactionPolicy, Policy
     from ..models import DeltaSink, Model
     from ..plugins import PluginHost

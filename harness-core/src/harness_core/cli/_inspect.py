@@ -5,19 +5,22 @@ from __future__ import annotations
 import json
 import sys
 from argparse import Namespace
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from ..hosts import one_line
-from ..log import EventTypeRegistry, SessionStore, SessionSummary, read_lines
+from ..log import EventTypeRegistry, SessionStore
 from ._app import App, ConfiguredHome
+
+if TYPE_CHECKING:
+    from ..log import SessionSummary
 
 __all__ = ["events", "sessions", "show"]
 
 
 def _print_json(value: Any) -> None:
     """Indented JSON, UTF-8 as is: orjson writes what `json.dumps(indent=2)` would, faster."""
+    import orjson  # not for the plain listing, which `sessions` serves without it
+
     try:
         encoded = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # an integer past 64 bits in a hand-edited log: json can still write it
@@ -93,6 +96,8 @@ def show(args: Namespace) -> int:
 def events(args: Namespace) -> int:
     # Each well-formed envelope exactly as stored: the log wrote it with the encoding this
     # command would use, so re-encoding every event would only cost time.
+    from ..log import read_lines
+
     store = App().store
     lines = read_lines(store.path(args.id), store.registry)
     sys.stdout.flush()

@@ -1,39 +1,17 @@
 """The session log: an append-only, event-sourced JSON Lines file per session.
 
-The core payload models (`UserMessage`, `ToolResultPayload`, ...) are imported on first use
-(PEP 562): reading a session trusts what this version wrote and never loads pydantic.
+Every name is imported on first use (PEP 562): `harness sessions` lists from the listing cache
+without loading the envelope codec (orjson) or the log file's machinery, and reading a
+session trusts what this version wrote and never loads pydantic (the payload models).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-from ._envelope import EnvelopeError, Event
-from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog, read_lines
-from ._invariants import InvariantViolation, dev_mode
-from ._listing import SessionSummary
-from ._lock import SessionLocked
-from ._open import NotASession
-from ._projection import (
-    INTERRUPTED_TEXT,
-    SUMMARY_HEADER,
-    Carry,
-    CompactionRange,
-    MessageProjection,
-    derive_messages,
-)
-from ._store import SessionNotFound, SessionStore, default_home
-from ._tail import find_latest, last_event
-from ._types import (
-    CORE_EVENT_TYPES,
-    CarryProvider,
-    EventType,
-    EventTypeConflict,
-    EventTypeRegistry,
-)
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
+    from ._envelope import EnvelopeError, Event
     from ._events import (
         ApprovalBy,
         ApprovalDecision,
@@ -50,6 +28,74 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         Usage,
         UserMessage,
     )
+    from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog, read_lines
+    from ._invariants import InvariantViolation, dev_mode
+    from ._listing import SessionSummary
+    from ._lock import SessionLocked
+    from ._open import NotASession
+    from ._projection import (
+        INTERRUPTED_TEXT,
+        SUMMARY_HEADER,
+        Carry,
+        CompactionRange,
+        MessageProjection,
+        derive_messages,
+    )
+    from ._store import SessionNotFound, SessionStore, default_home
+    from ._tail import find_latest, last_event
+    from ._types import (
+        CORE_EVENT_TYPES,
+        CarryProvider,
+        EventType,
+        EventTypeConflict,
+        EventTypeRegistry,
+    )
+
+
+_EXPORTS: Final = {
+    "CORE_EVENT_TYPES": "_types",
+    "INTERRUPTED_TEXT": "_projection",
+    "SUMMARY_HEADER": "_projection",
+    "ApprovalBy": "_events",
+    "ApprovalDecision": "_events",
+    "ApprovalScope": "_events",
+    "AssistantMessage": "_events",
+    "Carry": "_projection",
+    "CarryProvider": "_types",
+    "CompactionRange": "_projection",
+    "ContextCompact": "_events",
+    "EnvelopeError": "_envelope",
+    "Event": "_envelope",
+    "EventSink": "_file",
+    "EventType": "_types",
+    "EventTypeConflict": "_types",
+    "EventTypeRegistry": "_types",
+    "InvariantViolation": "_invariants",
+    "LogWriteError": "_file",
+    "MessageProjection": "_projection",
+    "NotASession": "_open",
+    "ReadOnlyLog": "_file",
+    "SessionLocked": "_lock",
+    "SessionLog": "_file",
+    "SessionNotFound": "_store",
+    "SessionStart": "_events",
+    "SessionStore": "_store",
+    "SessionSummary": "_listing",
+    "ToolApproval": "_events",
+    "ToolCall": "_events",
+    "ToolResultPayload": "_events",
+    "TurnEnd": "_events",
+    "TurnStart": "_events",
+    "TurnStatus": "_events",
+    "Usage": "_events",
+    "UserMessage": "_events",
+    "default_home": "_store",
+    "derive_messages": "_projection",
+    "dev_mode": "_invariants",
+    "find_latest": "_tail",
+    "last_event": "_tail",
+    "read_lines": "_file",
+}
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -98,9 +144,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Only the payload models are listed in __all__ without being imported above.
-    if name not in __all__:
+    module = _EXPORTS.get(name)
+    if module is None:
         raise AttributeError(f"module 'harness_core.log' has no attribute {name!r}")
-    value = getattr(importlib.import_module("harness_core.log._events"), name)
+    value = getattr(importlib.import_module(f"harness_core.log.{module}"), name)
     globals()[name] = value
     return value

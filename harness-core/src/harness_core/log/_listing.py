@@ -12,22 +12,22 @@ other write (or a rename or chmod) the change time, and a replaced file has a ne
 summary is reused only for the very file it was read from. The identity is taken before the
 file is read: a file that changes while it is read is read again by the next listing. Files
 with a problem are never cached: each listing checks them again.
+
+A listing served from the cache decodes no event: the envelope codec (orjson) and the tail
+reader load only when a file must be read, and the cache itself is plain `json`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
 from .._version import __version__
 from ._cache import cache_dir, read_cache, write_cache
-from ._envelope import EnvelopeError, decode_line
 from ._open import NotASession, open_regular
-from ._tail import last_event_in
 
 __all__ = ["SessionSummary", "list_sessions"]
 
@@ -92,7 +92,8 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
             rows[entry.name] = row
         summaries.append(summary)
     if rows != cached:
-        write_cache(cache, orjson.dumps({"format": _CACHE_FORMAT, "sessions": rows}))
+        content = {"format": _CACHE_FORMAT, "sessions": rows}
+        write_cache(cache, json.dumps(content, separators=(",", ":")).encode())
     return summaries
 
 
@@ -102,8 +103,8 @@ def _read_rows(cache: Path) -> dict[str, Row]:
     if data is None:
         return {}
     try:
-        content = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        content = json.loads(data)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the stack
         return {}
     if not isinstance(content, dict) or content.get("format") != _CACHE_FORMAT:
         return {}
@@ -145,6 +146,9 @@ def _from_row(path: Path, identity: list[int] | None, row: Any) -> SessionSummar
 
 def _summarize(path: Path) -> SessionSummary | None:
     """Header and tail of one session file; None when it vanished while listing."""
+    from ._envelope import EnvelopeError, decode_line
+    from ._tail import last_event_in
+
     # A listing reads a thousand files: plain reads on the descriptor, no file object.
     try:
         fd = open_regular(path)
@@ -224,6 +228,8 @@ def _read_head(fd: int) -> bytes:
 
 def _first_prompt(head: bytes, start: int) -> str | None:
     """The text of the first message/user among the whole lines of `head` after `start`."""
+    from ._envelope import EnvelopeError, decode_line
+
     end = head.rfind(b"\n") + 1  # bytes after the last newline may be a cut line
     while (found := head.find(b'"message/user"', start, end)) >= 0:
         line_start = head.rfind(b"\n", start, found) + 1 or start

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .._version import __version__
-from ._file import EventSink, SessionLog
 from ._listing import SessionSummary, list_sessions
-from ._types import EventTypeRegistry
+
+if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
+    from ._file import EventSink, SessionLog
+    from ._types import EventTypeRegistry
 
 __all__ = ["SessionNotFound", "SessionStore", "SessionSummary", "default_home"]
 
@@ -61,6 +63,7 @@ class SessionStore:
         from datetime import UTC, datetime
 
         from ._events import SessionStart
+        from ._file import SessionLog
 
         # Sessions hold prompts, tool output and file contents: private to their owner.
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -90,6 +93,8 @@ class SessionStore:
         return path
 
     def open(self, session_id: str, *, writable: bool = True) -> SessionLog:
+        from ._file import SessionLog
+
         return SessionLog.open(
             self.path(session_id), self.registry, writable=writable, observer=self.on_append
         )
