@@ -107,7 +107,7 @@ def test_json_streams_the_on_disk_envelopes(tmp_path: Path, harness_home: Path) 
 def test_json_lines_arrive_while_the_turn_runs(tmp_path: Path) -> None:
     """The first events reach stdout while a tool call is still running: the call waits for a
     file this test creates only after it has read them."""
-    release = tmp_path / "release"
+    release = tmp_path / "release"  # in the session's workspace, which the sandbox shows
     wait = f"while [ ! -e {release} ]; do sleep 0.05; done"
     model = write_script(tmp_path / "s.json", [{"tool_calls": [bash_call(wait)]}, {"text": "ok"}])
     with subprocess.Popen(
@@ -115,15 +115,22 @@ def test_json_lines_arrive_while_the_turn_runs(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         text=True,
         env=child_env(),
+        cwd=tmp_path,
     ) as process:
         assert process.stdout is not None
         seen = [json.loads(process.stdout.readline())["type"] for _ in range(4)]
         assert seen == ["session/start", "turn/start", "message/user", "message/assistant"]
         assert process.poll() is None  # the call is still waiting: this was streamed
         release.touch()
-        rest = [json.loads(line)["type"] for line in process.stdout]
+        rest = [json.loads(line) for line in process.stdout]
     assert process.returncode == 0
-    assert rest == ["tool/approval", "tool/result", "message/assistant", "turn/end"]
+    assert [e["type"] for e in rest] == [
+        "tool/approval",
+        "tool/result",
+        "message/assistant",
+        "turn/end",
+    ]
+    assert rest[1]["data"]["is_error"] is False  # it saw the file, not its timeout
 
 
 def test_json_of_a_continued_session_streams_only_new_events(
