@@ -115,6 +115,7 @@ class Agent:
         # for this session") can answer the next call's question before it is asked.
         self._deciding = anyio.Lock()
         self.turn: int | None = None
+        self._turn_seq = 0  # the seq of the running turn's turn/start
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
         self._cancel_pending = False
@@ -259,7 +260,7 @@ class Agent:
             return False
         logger.warning("%s: closing turn %s left open", self.session.session_id, boundary.turn)
         with self._observed():
-            self.turn = boundary.turn
+            self.turn, self._turn_seq = boundary.turn, boundary.seq
             self._steps = 0
             self._close_turn("error", error=CRASHED_TURN)
         return True
@@ -294,8 +295,9 @@ class Agent:
         self.repair()
         last = self.session.latest(("turn/start",))
         turn = (last.turn or 0) + 1 if last is not None else 1
-        self.session.append("turn/start", TurnStart(), turn=turn)
-        self.turn, self._steps, self._auto_compact = turn, 0, True
+        start = self.session.append("turn/start", TurnStart(), turn=turn)
+        self.turn, self._turn_seq = turn, start.seq
+        self._steps, self._auto_compact = 0, True
         self.append("message/user", UserMessage(text=prompt))
         self.session.commit()
 
@@ -552,8 +554,7 @@ class Agent:
         opens after an earlier one's calls), a result here would answer a call of another
         turn; the projection answers those as interrupted in every request instead.
         """
-        start = self.session.latest(("turn/start",))
-        if start is not None and self.session.projection.pending_seq < start.seq:
+        if self.session.projection.pending_seq < self._turn_seq:
             return
         for call_id, tool_name in self.session.projection.pending_calls.items():
             result = finished.pop(call_id, None) or ToolResult(INTERRUPTED_TEXT, is_error=True)
