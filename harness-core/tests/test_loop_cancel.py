@@ -393,21 +393,30 @@ async def test_a_process_killed_mid_tool_leaves_a_session_that_resumes(
     ]
 
 
+def damaged_log(store: SessionStore, lines: bytes, *, call: bool = True) -> SessionLog:
+    """A session whose tail was damaged on disk, reopened for writing: turn 1 asking for call
+    `a` (with `call`), then `lines` as they were left in the file."""
+    log = store.create(system_prompt="sys", cwd=os.getcwd())
+    if call:
+        log.append("turn/start", {}, turn=1)
+        log.append("message/user", {"text": "Do a thing."}, turn=1)
+        bash_a = {"id": "a", "name": "bash", "arguments": '{"command": "echo a"}'}
+        log.append("message/assistant", {"text": None, "tool_calls": [bash_a]}, turn=1)
+    log.close()
+    with log.path.open("ab") as handle:
+        handle.write(lines)
+    return store.open(log.session_id)
+
+
 async def test_a_turn_open_after_a_lost_turn_end_is_repaired_without_touching_older_calls(
     store: SessionStore, host: PluginHost
 ) -> None:
     """A damaged log (turn 1's end lost, turn 2 open): repair ends turn 2 and leaves turn 1's
     unanswered call to the projection, which answers it as interrupted in every request."""
-    log = store.create(system_prompt="sys", cwd=os.getcwd())
-    log.append("turn/start", {}, turn=1)
-    log.append("message/user", {"text": "Do a thing."}, turn=1)
-    call = {"id": "a", "name": "bash", "arguments": '{"command": "echo a"}'}
-    log.append("message/assistant", {"text": None, "tool_calls": [call]}, turn=1)
-    log.close()
-    with log.path.open("ab") as handle:  # turn 1's end and results never reached the disk
-        handle.write(b'{"seq":4,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},')
-        handle.write(b'"turn":2}\n')
-    log = store.open(log.session_id)
+    # Turn 1's end and results never reached the disk.
+    log = damaged_log(
+        store, b'{"seq":4,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},"turn":2}\n'
+    )
     model = ScriptedModel([{"text": "Recovered."}])
     outcome = await Agent(log, model, host.tools).run_turn("Where were we?")
     assert outcome.status == "completed"
@@ -424,12 +433,11 @@ async def test_a_turn_start_without_its_number_is_not_repaired_but_passed_over(
 ) -> None:
     """A damaged turn/start (its "turn" key garbled) names no turn to end: the next turn
     starts after it instead of failing on an end for turn None."""
-    log = store.create(system_prompt="sys", cwd=os.getcwd())
-    log.close()
-    with log.path.open("ab") as handle:
-        handle.write(b'{"seq":1,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},')
-        handle.write(b'"uurn":1}\n')
-    log = store.open(log.session_id)
+    log = damaged_log(
+        store,
+        b'{"seq":1,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},"uurn":1}\n',
+        call=False,
+    )
     outcome = await Agent(log, ScriptedModel([{"text": "Fine."}]), host.tools).run_turn("Go on.")
     assert outcome.status == "completed"
     assert [(e.type, e.turn) for e in log.events[1:3]] == [("turn/start", None), ("turn/start", 1)]
@@ -441,16 +449,11 @@ async def test_a_turn_whose_results_were_lost_before_a_user_message_is_repaired(
 ) -> None:
     """Damage that leaves a user message after unanswered calls: the projection answers them
     interrupted, and the repair ends the turn without an answer of its own."""
-    log = store.create(system_prompt="sys", cwd=os.getcwd())
-    log.append("turn/start", {}, turn=1)
-    log.append("message/user", {"text": "first"}, turn=1)
-    call = {"id": "a", "name": "bash", "arguments": '{"command": "echo a"}'}
-    log.append("message/assistant", {"text": None, "tool_calls": [call]}, turn=1)
-    log.close()
-    with log.path.open("ab") as handle:  # what came between was lost
-        handle.write(b'{"seq":15,"type":"message/user","ts":"2026-01-01T00:00:00.000Z",')
-        handle.write(b'"data":{"text":"again"},"turn":2}\n')
-    log = store.open(log.session_id)
+    log = damaged_log(  # what came between was lost
+        store,
+        b'{"seq":15,"type":"message/user","ts":"2026-01-01T00:00:00.000Z",'
+        b'"data":{"text":"again"},"turn":2}\n',
+    )
     model = ScriptedModel([{"text": "Recovered."}])
     outcome = await Agent(log, model, host.tools).run_turn("Go on.")
     assert outcome.status == "completed"
