@@ -29,9 +29,9 @@ def read_cache(path: Path) -> bytes | None:
         return None
 
 
-def write_cache(path: Path, data: bytes) -> bool:
+def write_cache(path: Path, data: bytes) -> None:
     """Replace `path` with `data` at once (a reader sees the old file or the new one, never
-    half of one); False when it could not, which the caller may ignore."""
+    half of one). A failure leaves the old file, or none, and only costs a slower query."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         # The cache says which sessions exist and how long they are: private, like them.
@@ -48,8 +48,6 @@ def write_cache(path: Path, data: bytes) -> bool:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        return False
-    return True
 
 
 def _private_directory(directory: Path) -> None:

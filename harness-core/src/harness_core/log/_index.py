@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -38,7 +38,7 @@ class TailIndex:
     start: int  # the writer knows every line from here on: 0, or where it opened the file
     size: int  # up to here: whole lines, all of them committed
     seq: int  # the seq of the line that ends at `size`
-    latest: dict[str, tuple[int, int]] = field(default_factory=dict)  # type -> (seq, offset)
+    latest: dict[str, tuple[int, int]]  # type -> (seq, offset) of its newest line
 
     def newest(self, types: frozenset[str]) -> tuple[int, int] | None:
         """The (seq, offset) of the newest indexed event of one of `types`, or None."""
