@@ -3,6 +3,7 @@ query commands (`sessions`, `show --json`, `events`, `todos`) import no pydantic
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -108,3 +109,16 @@ def test_an_unknown_command_is_a_usage_error() -> None:
     result = run_cli("shwo", "x")
     assert result.returncode == 2
     assert "invalid choice: 'shwo'" in result.stderr
+
+
+@pytest.mark.parametrize("package", ["harness_core.log", "harness_core.hosts"])
+def test_every_name_a_package_exports_is_served_on_first_use(package: str) -> None:
+    """`__all__` and the table the lazy `__getattr__` serves list the same names, and each
+    imports: `from harness_core.log import X` works for every documented X."""
+    module = importlib.import_module(package)
+    table: dict[str, str] = module._EXPORTS
+    assert sorted(table) == sorted(module.__all__)
+    for name in module.__all__:
+        getattr(module, name)
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'nope'"):
+        module.nope  # noqa: B018 (the access is the test)

@@ -10,8 +10,9 @@ Names are imported on first use (PEP 562): a query command that needs `one_line`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     from ._conversation import (
@@ -96,10 +97,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness_core.hosts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"harness_core.hosts.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

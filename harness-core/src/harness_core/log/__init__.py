@@ -7,8 +7,9 @@ session trusts what this version wrote and never loads pydantic (the payload mod
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     from ._envelope import EnvelopeError, Event
@@ -143,10 +144,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness_core.log' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"harness_core.log.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
