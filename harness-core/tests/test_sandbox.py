@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import secrets
@@ -131,6 +132,110 @@ def _with_token(token: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+# Knobs a process running as root could write without any capability: core_pattern and
+# modprobe name programs the kernel runs as host root (a kernel may lack modprobe).
+ROOT_KNOBS = [
+    knob
+    for knob in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe")
+    if Path(knob).exists()
+]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("knob", ROOT_KNOBS)
+def test_sysctl_write_fails_in_the_sandbox(workspace: Path, harness_home: Path, knob: str) -> None:
+    """A sysctl cannot be written from inside, even as root: the write puts back the value the
+    knob already has (so the host is unchanged whatever happens) and must fail."""
+    before = Path(knob).read_bytes()
+    command = f"cat {knob} > value && cat value > {knob} && echo written"
+    text = bash_in(workspace, harness_home, "workspace", command)
+    assert Path(knob).read_bytes() == before
+    assert "written" not in text.splitlines(), text
+    assert "Read-only file system" in text
+
+
+@needs_bwrap
+def test_sysrq_trigger_and_process_knobs_are_read_only(workspace: Path, harness_home: Path) -> None:
+    """The rest of /proc is read-only too: a per-process knob cannot be set either (nothing is
+    written to sysrq-trigger, which acts on any write: only that it cannot be opened for one)."""
+    command = (
+        "test -w /proc/sysrq-trigger && echo sysrq-writable; "
+        "cat /proc/self/oom_score_adj > v && cat v > /proc/self/oom_score_adj && echo written"
+    )
+    text = bash_in(workspace, harness_home, "workspace", command)
+    assert "written" not in text.splitlines() and "sysrq-writable" not in text.splitlines(), text
+
+
+def _runtime_socket_dirs() -> list[Path]:
+    """Where host services keep sockets and this test may make a directory."""
+    found = [Path("/var/tmp"), Path("/run")]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        found.append(Path(os.environ["XDG_RUNTIME_DIR"]))
+    return [path for path in found if path.is_dir() and os.access(path, os.W_OK)]
+
+
+@pytest.fixture(params=_runtime_socket_dirs(), ids=str)
+def host_socket(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A Unix socket a host service listens on, in a runtime directory (removed after)."""
+    directory = Path(request.param) / f"harness-test-{secrets.token_hex(4)}"
+    directory.mkdir()
+    path = directory / "service.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        server.listen(8)
+        try:
+            yield path
+        finally:
+            path.unlink()
+            directory.rmdir()
+
+
+CONNECT = (
+    "import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print('connected')"
+)
+
+
+@needs_bwrap
+@modes
+def test_host_unix_socket_out_of_reach(
+    workspace: Path, harness_home: Path, mode: str, host_socket: Path
+) -> None:
+    """A host service on a Unix socket in /run, /var/tmp or the user's runtime directory (think
+    docker.sock, the session bus) does not answer a sandboxed command; unsandboxed it does."""
+    command = f'python3 -c "{CONNECT}" {host_socket} 2>&1'
+    text = bash_in(workspace, harness_home, mode, command)
+    assert ("connected" in text.splitlines()) == (mode == "off"), text
+
+
+IPC_PRIVATE_MODE = 0o600
+IPC_CREAT = 0o1000
+IPC_RMID = 0
+
+
+@pytest.fixture
+def host_shared_memory() -> Iterator[int]:
+    """A SysV shared-memory segment made on the host, under a random key (removed after)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = secrets.randbelow(2**30) + 1
+    segment = libc.shmget(key, 4096, IPC_CREAT | IPC_PRIVATE_MODE)
+    assert segment >= 0, os.strerror(ctypes.get_errno())
+    try:
+        yield key
+    finally:
+        libc.shmctl(segment, IPC_RMID, None)
+
+
+@needs_bwrap
+@modes
+def test_host_sysv_ipc_out_of_reach(
+    workspace: Path, harness_home: Path, mode: str, host_shared_memory: int
+) -> None:
+    """The host's SysV shared memory is invisible inside (its own IPC namespace)."""
+    look = f"import ctypes; print('found' if ctypes.CDLL(None).shmget({host_shared_memory}, 0, 0) >= 0 else 'none')"
+    text = bash_in(workspace, harness_home, mode, f'python3 -c "{look}"')
+    assert ("found" in text.splitlines()) == (mode == "off"), text
 
 
 @needs_bwrap

@@ -102,21 +102,37 @@ class Sandbox:
         if self.mode == "off":
             return argv
         bwrap = shutil.which("bwrap") or "bwrap"
-        # Order matters: the private /tmp is mounted before the workspace, so a workspace
-        # under /tmp is bound on top of it instead of being hidden by it. /tmp and /dev/shm
-        # are the only writable places besides the workspace (the server empties both after
-        # every call); /dev itself is read-only, so no call can break it for the next.
+        # A runtime directory inside the workspace is the workspace's (the user chose it).
+        hidden = [path for path in _runtime_dirs() if not _within(path, cwd)]
+        # Order matters: the private /tmp and the hidden runtime directories are mounted before
+        # the workspace, so a workspace under one of them is bound on top of it instead of
+        # being hidden by it; they are made read-only only after that bind (a non-recursive
+        # remount: the workspace under them stays writable). /tmp and /dev/shm are the only
+        # writable places besides the workspace (the server empties both after every call);
+        # /dev itself is read-only, so no call can break it for the next.
         return [
             bwrap,
             *("--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"),
-            *("--remount-ro", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
-            *(arg for path in keep for arg in ("--ro-bind", path, path)),
+            # /proc read-only: bubblewrap covers /proc/sys only where its own access() check
+            # says it is writable, which it does not say to root without capabilities, while
+            # the kernel still lets uid 0 write sysctls (kernel/core_pattern names a program
+            # the kernel runs as host root). No capability guards them: the mount must.
+            *("--remount-ro", "/dev", "--proc", "/proc", "--remount-ro", "/proc"),
+            *("--tmpfs", "/tmp"),
+            # Host services listen on Unix sockets under the runtime directories (docker.sock,
+            # the user's D-Bus, ssh and gpg agents); a read-only mount does not stop connect(),
+            # so the directories are replaced by empty ones.
+            *(arg for path in hidden for arg in ("--tmpfs", path)),
+            *(arg for path in _kept(keep, hidden) for arg in ("--ro-bind", path, path)),
             *("--bind", cwd, cwd, "--chdir", cwd),
+            *(arg for path in hidden for arg in ("--remount-ro", path)),
             *(() if self.network else ("--unshare-net",)),
+            # --unshare-ipc: SysV shared memory, semaphores and message queues of the host
+            # (and of other sandboxes) are out of reach.
             # --as-pid-1: the command is the namespace's init, no bubblewrap process in it.
             # --cap-drop ALL: run by root, bubblewrap would otherwise keep root's capabilities
             # (mknod, ptrace, ...) for everything inside.
-            *("--unshare-pid", "--as-pid-1", "--cap-drop", "ALL"),
+            *("--unshare-ipc", "--unshare-pid", "--as-pid-1", "--cap-drop", "ALL"),
             *("--die-with-parent", "--new-session", "--"),
             *argv,
         ]
@@ -231,6 +247,33 @@ class _SandboxedCall:
             await self.wait()
         os.close(self.output_fd)
         self.server.busy = False
+
+
+_RUNTIME_DIRS: Final = ("/run", "/var/run", "/var/tmp")
+
+
+def _runtime_dirs() -> tuple[str, ...]:
+    """The directories where host services keep their sockets, as real paths: the system's
+    and the user's runtime directories and /var/tmp (where the host has them)."""
+    found: list[str] = []
+    for name in (*_RUNTIME_DIRS, os.environ.get("XDG_RUNTIME_DIR", "")):
+        path = os.path.realpath(name) if name.startswith("/") else ""
+        covered = any(_within(path, d) for d in (*found, "/tmp"))
+        if path not in ("", "/") and not covered and os.path.isdir(path):
+            found.append(path)
+    return tuple(found)
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _kept(keep: Sequence[str], hidden: Sequence[str]) -> list[str]:
+    """`keep`, and the resolver configuration when a hidden directory holds it
+    (/etc/resolv.conf is often a link into /run), which a command with the network needs."""
+    resolver = os.path.realpath("/etc/resolv.conf")
+    under = any(_within(resolver, d) for d in hidden)
+    return [*keep, resolver] if under and os.path.isfile(resolver) else list(keep)
 
 
 def _runtime_under_tmp() -> tuple[str, ...]:
