@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,95 @@ async def bridge(
 
 def prompt(text: str) -> list[Any]:
     return [text_block(text)]
+
+
+def update_kind(message: dict[str, Any]) -> str | None:
+    """The `sessionUpdate` of a session/update notification (None for any other message)."""
+    if message.get("method") != "session/update":
+        return None
+    kind: str = message["params"]["update"]["sessionUpdate"]
+    return kind
+
+
+class RawBridge:
+    """A `harness acp ARGS` subprocess spoken to in raw lines: what no SDK client would send.
+
+    stdout is read by a thread, so a test can wait for a message with a timeout; every line
+    must be JSON (`read` fails on one that is not).
+    """
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.stderr_path = tmp_path / "acp-stderr.txt"
+        with self.stderr_path.open("ab") as stderr:
+            self.process = subprocess.Popen(
+                [HARNESS, "acp", *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=child_env(),
+            )
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._next_id = 0
+
+    def __enter__(self) -> RawBridge:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.process.poll() is None:  # a failed test left it running
+            self.process.kill()
+        self.close()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        with self.process.stdout:
+            for line in self.process.stdout:
+                self._lines.put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.rstrip(b"\n") + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: Any) -> int:
+        """Send a well-formed request; its id."""
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        self.send(json.dumps(message).encode())
+        return self._next_id
+
+    def read(self, timeout: float = 30) -> dict[str, Any]:
+        line = self._lines.get(timeout=timeout)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def until(self, found: Callable[[dict[str, Any]], bool], timeout: float = 30) -> dict[str, Any]:
+        """Read messages until one for which `found` is true; that one."""
+        while not found(message := self.read(timeout)):
+            pass
+        return message
+
+    def answer(self, request_id: int | str | None) -> dict[str, Any]:
+        return self.until(lambda m: "method" not in m and m.get("id") == request_id)
+
+    def start_session(self, cwd: Path) -> str:
+        self.answer(self.request("initialize", {"protocolVersion": PROTOCOL_VERSION}))
+        answer = self.answer(self.request("session/new", {"cwd": str(cwd), "mcpServers": []}))
+        session_id: str = answer["result"]["sessionId"]
+        return session_id
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def close(self) -> int:
+        """Close stdin and wait: the bridge's exit status."""
+        assert self.process.stdin is not None
+        if not self.process.stdin.closed:
+            self.process.stdin.close()
+        status = self.process.wait(timeout=30)
+        self._reader.join(timeout=10)
+        return status
 
 
 async def test_a_turn_streams_text_and_bash_but_never_the_plan(
@@ -348,6 +439,40 @@ def test_raw_stdio_every_line_is_json_rpc(
     assert answered[2]["agentCapabilities"]["loadSession"] is True
     assert answered[2]["agentInfo"]["name"] == "harness"
     assert answered[4]["sessionId"]
+
+
+def test_a_deeply_nested_line_mid_prompt_is_an_error_and_the_prompt_still_ends(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """`[` x 3000 (too deep for Python's parser) and deep params (parsed, then refused) while a
+    prompt runs bash: each is answered with an error, the prompt ends end_turn, the bridge
+    keeps serving and exits 0 at the end of input."""
+    steps = [{"tool_calls": [bash_call("sleep 2; echo slept")]}, {"text": "Slept."}]
+    deep_params = {"_meta": json.loads("[" * 500 + "]" * 500)}
+    deep = {"jsonrpc": "2.0", "id": "deep", "method": "session/list", "params": deep_params}
+    with RawBridge(tmp_path, "--model", write_script(tmp_path / "s.json", steps)) as raw:
+        sid = raw.start_session(tmp_path)
+        text = [{"type": "text", "text": "Sleep"}]
+        running = raw.request("session/prompt", {"sessionId": sid, "prompt": text})
+        raw.until(lambda m: update_kind(m) == "tool_call")
+        raw.send(b"[" * 3000 + b"]" * 3000)
+        raw.send(json.dumps(deep).encode())
+        seen = [raw.read()]
+        while seen[-1].get("id") != running:
+            seen.append(raw.read())
+        # Both answered while bash still ran (before its result), each with its error.
+        assert [(m["id"], m["error"]) for m in seen[:2]] == [
+            (None, {"code": -32700, "message": "Parse error: nested too deeply to read"}),
+            ("deep", {"code": -32600, "message": "Invalid Request: nested deeper than 100 levels"}),
+        ]
+        assert [update_kind(m) for m in seen[2:-1]] == ["tool_call_update", "agent_message_chunk"]
+        assert seen[-1]["result"] == {"stopReason": "end_turn"}
+        listed = raw.answer(raw.request("session/list", {}))["result"]["sessions"]
+        assert [s["sessionId"] for s in listed] == [sid]
+        assert raw.close() == 0, raw.stderr()
+        assert "Traceback" not in raw.stderr()
+    end = read_events(harness_home, sid)[-1]
+    assert end["type"] == "turn/end" and end["data"]["status"] == "completed"
 
 
 def test_acpx_drives_a_turn_to_the_end(acpx: str, tmp_path: Path, harness_home: Path) -> None:

@@ -7,7 +7,9 @@ fd 1 or a child process that inherits it cannot put a stray byte into the protoc
 
 The SDK's stdio transport skips a line that is not JSON without answering, and a line that is
 JSON but not an object ends its receive loop; `_Lines` answers both with a JSON-RPC error
-(-32700, -32600) and keeps serving.
+(-32700, -32600) and keeps serving. So it does for a line nested too deeply: Python's parser
+raises RecursionError past about 1,000 levels, and a message deeper than `MAX_DEPTH` is refused
+before the SDK's validation and the answer that may echo it recurse through it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ logger = logging.getLogger("harness.acp")
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
+# ACP messages nest a handful of levels; this leaves room for any `_meta` a client adds and
+# keeps every later step (validation, an error echoing the params, json.dumps) far from
+# Python's recursion limit.
+MAX_DEPTH: Final = 100
 
 
 def acp(args: Namespace) -> int:
@@ -157,6 +163,8 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(message, None) for a well-formed JSON-RPC message, else (None, the error to answer)."""
     try:
         message = json.loads(line)
+    except RecursionError:  # the parser recurses per level: the line, not the bridge, is at fault
+        return None, _error(None, PARSE_ERROR, "Parse error: nested too deeply to read")
     except ValueError as exc:
         return None, _error(None, PARSE_ERROR, f"Parse error: {exc}")
     if not isinstance(message, dict):
@@ -166,6 +174,10 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         isinstance(request_id, bool) or not isinstance(request_id, int | str)
     ):
         return None, _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or number")
+    if _deeper_than(message, MAX_DEPTH):
+        return None, _error(
+            request_id, INVALID_REQUEST, f"Invalid Request: nested deeper than {MAX_DEPTH} levels"
+        )
     method = message.get("method")
     is_response = "id" in message and ("result" in message or "error" in message)
     if message.get("jsonrpc") != "2.0" or not (isinstance(method, str) or is_response):
@@ -173,6 +185,23 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
             request_id, INVALID_REQUEST, 'Invalid Request: needs "jsonrpc": "2.0" and a "method"'
         )
     return message, {}
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` levels (level by level, so
+    the check itself never recurses)."""
+    level = [value]
+    for _ in range(limit):
+        level = [child for item in level for child in _children(item)]
+        if not level:
+            return False
+    return any(isinstance(item, dict | list) for item in level)
+
+
+def _children(value: object) -> list[object]:
+    if isinstance(value, dict):
+        return list(value.values())
+    return value if isinstance(value, list) else []
 
 
 def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
