@@ -46,18 +46,33 @@ def served(tmp_path: Path, harness_home: Path) -> Served:
         yield server  # type: ignore[misc]
 
 
-def test_every_api_request_needs_the_token_and_the_page_sets_a_cookie(served: Served) -> None:
-    """401 without the token; /?token= sets an HttpOnly cookie that then authorizes."""
+def test_every_api_request_needs_the_token_and_the_page_sets_no_cookie(served: Served) -> None:
+    """401 without the bearer token; /?token= serves the page and sets no cookie."""
     with served.client(token=False) as client:
         assert client.get("/api/sessions").status_code == 401
         assert (
             client.get("/api/sessions", headers={"Authorization": "Bearer nope"}).status_code == 401
         )
+        assert client.get("/?token=nope").status_code == 401
         entry = client.get(f"/?token={served.token}", follow_redirects=False)
-        assert entry.status_code == 303 and "httponly" in entry.headers["set-cookie"].lower()
-        assert client.get("/api/sessions").json() == {"sessions": []}
-        page = client.get("/")
-        assert "script-src 'self'" in page.headers["content-security-policy"]
+        assert entry.status_code == 200 and "set-cookie" not in entry.headers
+        assert entry.headers["cache-control"] == "no-store"
+        assert "script-src 'self'" in entry.headers["content-security-policy"]
+        assert client.get("/api/sessions").status_code == 401
+        bearer = {"Authorization": f"Bearer {served.token}"}
+        assert client.get("/api/sessions", headers=bearer).json() == {"sessions": []}
+
+
+def test_token_cookie_not_accepted_from_another_port(served: Served) -> None:
+    """Cookies are not separated by port: whatever cookie a browser holds for 127.0.0.1 it
+    also sends to every other loopback service, which can replay it. So no cookie, not even
+    one holding the token itself (what the page used to set), authorizes anything."""
+    cookies = f"harness_token={served.token}; harness_session={served.token}"
+    with served.client(token=False) as client:
+        for method, path in (("GET", "/api/sessions"), ("POST", "/api/sessions")):
+            answer = client.request(method, path, headers={"Cookie": cookies}, json={})
+            assert answer.status_code == 401, (method, path)
+    assert list((served.home / "sessions").glob("*.jsonl")) == []
 
 
 def test_a_foreign_host_or_origin_is_refused(served: Served) -> None:

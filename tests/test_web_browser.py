@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
+import httpx
 import pytest
 from test_cli_support import bash_call, todo_call, write_script
 from web_support import (
@@ -70,6 +74,57 @@ def open_session(page: object, served: Served, session: str) -> None:
 def send(page: object, prompt: str) -> None:
     page.fill("[data-testid=prompt]", prompt)  # type: ignore[attr-defined]
     page.press("[data-testid=prompt]", "Enter")  # type: ignore[attr-defined]
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Another service on 127.0.0.1 (a dev server): keeps the headers of each request."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(dict(self.headers.items()))
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<p>another service</p>")
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the test reads what it recorded."""
+
+
+@pytest.fixture
+def other_service() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """A plain HTTP server on another loopback port: its URL and the headers it received."""
+    seen: ClassVar[list[dict[str, str]]] = []
+    handler = type("Recorder", (_Recorder,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_token_cookie_not_sent_to_other_ports(
+    page: object, harness_home: Path, other_service: tuple[str, list[dict[str, str]]]
+) -> None:
+    """After the page opened with its token and used the API, the browser visits another port
+    of 127.0.0.1: nothing it sends there holds the token, and those headers replayed against
+    harness get 401. The token also leaves the address bar."""
+    expect = playwright_api.expect
+    other, seen = other_service
+    with serve(harness_home) as served, served.client() as client:
+        session = client.post("/api/sessions", json={"model": "demo"}).json()["id"]
+        open_session(page, served, session)
+        expect(page.locator("[data-testid=session-link]")).to_have_count(1)  # type: ignore[attr-defined]
+        assert "token" not in page.url  # type: ignore[attr-defined]
+        page.goto(other)  # type: ignore[attr-defined]
+        (headers,) = seen
+        assert served.token not in repr(headers)
+        replay = {k: v for k, v in headers.items() if k.lower() in ("cookie", "authorization")}
+        with httpx.Client(base_url=served.url, timeout=10) as stranger:
+            assert stranger.get("/api/sessions", headers=replay).status_code == 401
+        assert page.context.cookies() == []  # type: ignore[attr-defined]
 
 
 PLAN = [

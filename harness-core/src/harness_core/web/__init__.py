@@ -5,7 +5,7 @@ The API and the page are described in docs/web.md. Plugins add panels through do
 has no knowledge a plugin owns.
 """
 
-from ._app import COOKIE, create_app
+from ._app import create_app
 from ._hub import Hub, WebRuntime
 
-__all__ = ["COOKIE", "Hub", "WebRuntime", "create_app"]
+__all__ = ["Hub", "WebRuntime", "create_app"]

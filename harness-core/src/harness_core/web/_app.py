@@ -2,8 +2,10 @@
 
 Security, in order: the Host header must name the served address (DNS rebinding), a POST's
 Origin must be the page's own (cross-site posts), and every `/api` request carries the token
-(`Authorization: Bearer`, or the cookie the page sets after `/?token=`). The page allows only
-its own scripts (Content-Security-Policy) and renders model text as text, never as HTML.
+as `Authorization: Bearer`. There is no auth cookie: cookies are not separated by port, so the
+browser would send one to every other service on 127.0.0.1 (the page keeps the token in its
+tab's sessionStorage instead, which is per origin). The page allows only its own scripts
+(Content-Security-Policy) and renders model text as text, never as HTML.
 """
 
 from __future__ import annotations
@@ -18,16 +20,15 @@ from typing import Any, Final
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..hosts import DockEntry, one_line
 from ..log import NotASession, SessionLocked, SessionNotFound
 from ._hub import ANSWERS, Hub, NotWaiting
 
-__all__ = ["COOKIE", "create_app"]
+__all__ = ["create_app"]
 
-COOKIE: Final = "harness_token"
 CSP: Final = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
@@ -66,13 +67,10 @@ def create_app(
         return guarded
 
     async def index(request: Request) -> Response:
+        # The page takes `?token=` from its own URL (app.js); no cookie carries it anywhere.
         given = request.query_params.get("token")
-        if given is not None:
-            if not hmac.compare_digest(given, token):
-                return _error(401, "wrong token: open the URL harness serve printed")
-            response: Response = RedirectResponse("/", status_code=303)
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
-            return response
+        if given is not None and not hmac.compare_digest(given.encode(), token.encode()):
+            return _error(401, "wrong token: open the URL harness serve printed")
         return _static("index.html")
 
     async def asset(request: Request) -> Response:
@@ -218,8 +216,9 @@ def _unprocessable(handler: Handler) -> Handler:
 
 
 def _authorized(request: Request, token: str) -> bool:
+    """The bearer header only: a cookie would also reach every other port of this host."""
     header = request.headers.get("authorization", "")
-    given = header[7:] if header.startswith("Bearer ") else request.cookies.get(COOKIE, "")
+    given = header[7:] if header.startswith("Bearer ") else ""
     return hmac.compare_digest(given.encode(), token.encode())
 
 
@@ -272,4 +271,5 @@ def _with_headers(response: Response) -> Response:
     response.headers["content-security-policy"] = CSP
     response.headers["x-content-type-options"] = "nosniff"
     response.headers["referrer-policy"] = "no-referrer"
+    response.headers["cache-control"] = "no-store"  # the page's URL may hold the token
     return response

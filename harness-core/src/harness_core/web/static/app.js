@@ -2,12 +2,32 @@
 // Model and tool text is only ever set as text (textContent), never parsed as HTML.
 
 const $ = (id) => document.getElementById(id);
-const state = { id: null, source: null, lastSeq: -1, rows: new Map(), questions: new Map(), streaming: "",
+const state = { id: null, stream: null, lastSeq: -1, rows: new Map(), questions: new Map(), streaming: "",
                 snapshotListeners: [], unmounts: [], config: { model: null, demo: null } };
 
+// The token comes from the printed URL once and then lives in this tab's sessionStorage, which
+// is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
+// not separated by port, so the browser would hand it to every other server on 127.0.0.1.
+const TOKEN = takeToken();
+
+function takeToken() {
+  const url = new URL(location.href);
+  const given = url.searchParams.get("token");
+  if (given !== null) {
+    sessionStorage.setItem("harness:token", given);
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search + url.hash);  // out of the address bar
+  }
+  return sessionStorage.getItem("harness:token") || "";
+}
+
+function authorized(headers = {}) {
+  return { authorization: `Bearer ${TOKEN}`, ...headers };
+}
+
 async function api(path, options = {}) {
-  const response = await fetch(path, { credentials: "same-origin", ...options,
-    headers: { "content-type": "application/json", ...(options.headers || {}) } });
+  const response = await fetch(path, { credentials: "omit", ...options,
+    headers: authorized({ "content-type": "application/json", ...(options.headers || {}) }) });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
   return body;
@@ -263,7 +283,7 @@ function prepend(events) {
 }
 
 async function openSession(id) {
-  if (state.source) state.source.close();
+  state.stream?.abort();
   Object.assign(state, { id, lastSeq: -1, rows: new Map(), questions: new Map() });
   $("approvals").replaceChildren();
   endStreaming();
@@ -290,23 +310,72 @@ function showOlder(before) {
   };
 }
 
-function connect(id) {
-  const source = new EventSource(`/api/sessions/${id}/events?after=${state.lastSeq}`);
-  state.source = source;
-  source.onopen = () => status("");
-  source.onerror = () => status("connection lost: reconnecting…");
-  source.onmessage = (message) => {
-    const envelope = JSON.parse(message.data);
+// The event stream, read with fetch so it can carry the bearer header (EventSource cannot).
+// It reconnects from the last seq shown, as EventSource would with Last-Event-ID.
+const handlers = {
+  message: (envelope) => {
     live(envelope);
     if (envelope.type === "turn/end" || envelope.type === "message/user") listSessions();
-  };
-  source.addEventListener("delta", (message) => streamDelta(JSON.parse(message.data)));
-  source.addEventListener("row", (message) => applyRow(JSON.parse(message.data)));
-  source.addEventListener("snapshot", (message) => applySnapshot(JSON.parse(message.data)));
-  source.addEventListener("approval", (message) => {
-    const question = JSON.parse(message.data);
-    applyQuestions([...state.questions.values(), question]);
-  });
+  },
+  delta: streamDelta,
+  row: applyRow,
+  snapshot: (snapshot) => {
+    // The server's log ends before what this page showed (another log under the same id):
+    // start over from the tail page rather than wait for seqs that already passed.
+    if (snapshot.seq < state.lastSeq) { openSession(state.id).catch((e) => status(e.message)); return; }
+    applySnapshot(snapshot);
+  },
+  approval: (question) => applyQuestions([...state.questions.values(), question]),
+};
+
+function connect(id) {
+  const stream = new AbortController();
+  state.stream = stream;
+  follow(id, stream.signal);
+}
+
+async function follow(id, signal) {
+  while (!signal.aborted) {
+    try {
+      const response = await fetch(`/api/sessions/${id}/events?after=${state.lastSeq}`,
+        { credentials: "omit", headers: authorized(), signal });
+      if (response.status === 401 || response.status === 404) {
+        status((await response.json()).error);
+        return;
+      }
+      if (response.ok) {
+        status("");
+        await readEvents(response.body, signal);
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+    }
+    status("connection lost: reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+async function readEvents(body, signal) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "", fields = {};
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done || signal.aborted) return;
+    const lines = (buffer + value).split(/\r\n|\r|\n/);
+    buffer = lines.pop();
+    for (const line of lines) {
+      if (line === "") {
+        const handler = handlers[fields.event || "message"];
+        if (handler && fields.data !== undefined && state.stream?.signal === signal) handler(JSON.parse(fields.data));
+        fields = {};
+      } else if (!line.startsWith(":")) {
+        const colon = line.indexOf(":");
+        const name = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        fields[name] = name === "data" && fields.data !== undefined ? `${fields.data}\n${text}` : text;
+      }
+    }
+  }
 }
 
 async function send(prompt, model) {
