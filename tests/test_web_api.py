@@ -101,6 +101,45 @@ def test_malformed_requests_get_422_with_one_line(served: Served) -> None:
         assert limit.status_code == 422
 
 
+def test_a_client_cannot_choose_a_scripted_model_file(tmp_path: Path, harness_home: Path) -> None:
+    """`scripted:PATH` names a file the server reads: a client naming one other than the
+    server's own gets 422 at once, on a new session or a turn (nothing appended), whatever the
+    approval policy; /dev/zero used to be read without end on the event loop, a FIFO for good."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    model = write_script(tmp_path / "own.json", [{"text": "Mine."}])
+    with (
+        serve(harness_home, "--model", model, "--approval", "deny") as served,
+        served.client(timeout=5) as client,
+    ):
+        session = client.post("/api/sessions", json={"model": model}).json()["id"]
+        for spec in ("scripted:/dev/zero", f"scripted:{fifo}", "scripted:/etc/hostname"):
+            created = client.post("/api/sessions", json={"model": spec})
+            assert created.status_code == 422, spec
+            assert created.json()["error"].startswith("a client may not choose a scripted: model")
+            turn = client.post(
+                f"/api/sessions/{session}/turns", json={"prompt": "hi", "model": spec}
+            )
+            assert turn.status_code == 422, spec
+        assert len(client.get("/api/sessions").json()["sessions"]) == 1
+        assert len(client.get(f"/api/sessions/{session}/history").json()["events"]) == 1
+        assert (
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": "hi"}).status_code == 202
+        )
+        assert served.wait_idle(session)["events"][-2]["data"]["text"] == "Mine."
+
+
+def test_the_servers_own_script_must_be_a_regular_file(tmp_path: Path, harness_home: Path) -> None:
+    """--model scripted:FIFO: the turn is 422 with one line and the server keeps answering."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with serve(harness_home, "--model", f"scripted:{fifo}") as served, served.client() as client:
+        refused = client.post("/api/sessions", json={})
+        assert refused.status_code == 422
+        assert refused.json()["error"] == f"script {fifo} is not a regular file"
+        assert client.get("/api/sessions").status_code == 200
+
+
 def test_a_turn_runs_and_the_tail_page_carries_the_standing_plan(served: Served) -> None:
     """POST turns starts turn 1; the tail page has the events and snapshot.todos."""
     with served.client() as client:

@@ -34,9 +34,9 @@ class Served:
     def host(self) -> str:
         return self.url.split("//", 1)[1].rstrip("/")
 
-    def client(self, *, token: bool = True) -> httpx.Client:
+    def client(self, *, token: bool = True, timeout: float = 20) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=20)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
     def wait_idle(self, session_id: str, timeout: float = 20) -> dict[str, Any]:
         """The tail page once no turn runs and nothing is queued."""

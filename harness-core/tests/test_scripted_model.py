@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from harness_core.models import ModelError, ScriptedModel, ScriptError
+from harness_core.models.scripted import MAX_SCRIPT_BYTES
 
 # The file format's example, as docs/loop.md shows it under "The scripted model".
 LOOP_DOC = Path(__file__).resolve().parents[2] / "docs" / "loop.md"
@@ -180,6 +182,21 @@ def test_a_missing_script_file_is_a_clear_error(tmp_path: Path) -> None:
     """A path that does not exist says so."""
     with pytest.raises(ScriptError, match=r"cannot read script .*missing\.json: No such file"):
         ScriptedModel.from_file(tmp_path / "missing.json")
+
+
+def test_a_script_that_is_not_a_small_regular_file_is_refused(tmp_path: Path) -> None:
+    """A FIFO (opening it would wait for a writer for good), a device (/dev/zero would be read
+    without end) and a file over the size limit are each one clear error, read or not."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(ScriptError, match=rf"script {path} is not a regular file"):
+            ScriptedModel.from_file(path)
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as sparse:
+        sparse.truncate(MAX_SCRIPT_BYTES + 1)
+    with pytest.raises(ScriptError, match=r"huge\.json is larger than 16 MiB"):
+        ScriptedModel.from_file(huge)
 
 
 def test_steps_from_python_are_checked_too() -> None:

@@ -31,7 +31,7 @@ def serve(args: Namespace) -> int:
         store=app.store,
         tools=app.host.tools,
         snapshot_fields=app.host.hooks.snapshot_fields,
-        make_model=lambda spec: _model(app, spec or default),
+        make_model=lambda spec: _model(app, spec, default),
         default_model=default,
         max_steps=app.max_steps(),
         system_prompt=app.system_prompt(),
@@ -86,8 +86,19 @@ def _demo_prompt() -> str:
     return prompt
 
 
-def _model(app: App, spec: str | None) -> Model:
-    """The model for a turn; every failure is a ValueError the API answers with 422."""
+def _model(app: App, chosen: str | None, default: str | None) -> Model:
+    """The model for a turn, `chosen` by the client or else the default; every failure is a
+    ValueError the API answers with 422.
+
+    A client may not name a script file: `scripted:PATH` makes the server read PATH, and a
+    client choosing it could point it at /dev/zero or a FIFO. Only the server's own is allowed.
+    """
+    if chosen and chosen != default and chosen.partition(":")[0] == "scripted":
+        raise ValueError(
+            "a client may not choose a scripted: model file; start harness serve with "
+            "--model scripted:PATH to use one"
+        )
+    spec = chosen or default
     if spec == DEMO:
         from ..models import ScriptedModel
         from ._demo import demo_script

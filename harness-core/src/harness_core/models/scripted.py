@@ -21,7 +21,9 @@ broken history fails the test that produced it instead of a real provider in pro
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -30,17 +32,34 @@ from anyio.lowlevel import checkpoint
 
 from ._base import DeltaSink, ModelError, ModelResponse, ResponseToolCall
 
-__all__ = ["ScriptError", "ScriptedModel"]
+__all__ = ["MAX_SCRIPT_BYTES", "ScriptError", "ScriptedModel"]
 
 _STEP_KEYS: Final = frozenset({"text", "tool_calls"})
 _CALL_KEYS: Final = frozenset({"name", "arguments", "id"})
 _WORDS: Final = re.compile(r"\S+\s*|\s+")
+MAX_SCRIPT_BYTES: Final = 16 * 1024 * 1024  # far above any real script; /dev/zero is not one
 
 Message = dict[str, Any]
 
 
 class ScriptError(ModelError):
     """The script is malformed, exhausted, was not consumed, or a request broke the rules."""
+
+
+def _read_script(path: Path) -> str:
+    """The text of a script file: a regular file of at most MAX_SCRIPT_BYTES.
+
+    Opened without blocking (a FIFO would wait for a writer for good) and checked before it is
+    read, so a device or an endless file is one line, not a hang or a read without limit.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ScriptError(f"script {path} is not a regular file")
+        data = file.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ScriptError(f"script {path} is larger than {MAX_SCRIPT_BYTES >> 20} MiB")
+    return data.decode("utf-8")
 
 
 class ScriptedModel:
@@ -62,7 +81,7 @@ class ScriptedModel:
     def from_file(cls, path: Path) -> ScriptedModel:
         """Load a script file; every problem is a ScriptError naming the file and step."""
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            document = json.loads(_read_script(path))
         except OSError as exc:
             raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from None
         except ValueError as exc:

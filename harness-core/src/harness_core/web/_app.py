@@ -95,8 +95,7 @@ def create_app(
         if request.method == "POST":
             body = await _body(request)
             spec = _optional_str(body, "model")
-            hub.runtime.make_model(spec)  # refuse a model that cannot be built, before a session
-            return JSONResponse({"id": hub.create(spec)}, status_code=201)
+            return JSONResponse({"id": await hub.create(spec)}, status_code=201)
         listed = [
             {"id": s.id, "title": s.title, "updated": s.updated, "events": s.events}
             for s in hub.runtime.store.list()
@@ -119,7 +118,7 @@ def create_app(
         prompt = body.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             raise _Unprocessable("prompt must be a non-empty string")
-        result = hub.submit(request.path_params["id"], prompt, _optional_str(body, "model"))
+        result = await hub.submit(request.path_params["id"], prompt, _optional_str(body, "model"))
         return JSONResponse(result, status_code=202)
 
     async def cancel(request: Request) -> Response:

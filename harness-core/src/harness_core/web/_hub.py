@@ -139,11 +139,14 @@ class Hub:
             self.pump(session_id)
         return live
 
-    def create(self, spec: str | None) -> str:
+    async def create(self, spec: str | None) -> str:
+        """A new session on `spec`; a model that cannot be built raises before it exists."""
+        model = await self._build(spec)
         runtime = self.runtime
         with runtime.store.create(system_prompt=runtime.system_prompt, cwd=runtime.cwd) as log:
             session_id = log.session_id
-        self.live(session_id).spec = spec
+        live = self.live(session_id)
+        live.spec, live.players[spec or ""] = spec, model
         return session_id
 
     def page(self, session_id: str, *, limit: int, before: int | None) -> dict[str, Any]:
@@ -250,11 +253,13 @@ class Hub:
 
     # -- turns -----------------------------------------------------------------------------
 
-    def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, Any]:
+    async def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, Any]:
         """Start the prompt as a turn, or queue it behind the running one."""
         live = self.live(session_id)
         model_spec = spec or live.spec
-        self._player(live, model_spec)  # a spec that cannot be built fails here, not later
+        key = model_spec or ""
+        if key not in live.players:  # a spec that cannot be built fails here, not later
+            live.players[key] = await self._build(model_spec)
         if live.worker is not None:
             live.queue.append((prompt, model_spec))
             self.ship_snapshot(live)
@@ -303,13 +308,9 @@ class Hub:
             raise NotWaiting(f"call {call_id} {state}", known=known)
         question.answer.set_result(answer)
 
-    def _player(self, live: _Live, spec: str | None) -> Model:
-        """The session's model for `spec`: a scripted one continues where it stopped."""
-        key = spec or ""
-        model = live.players.get(key)
-        if model is None:
-            model = live.players[key] = self.runtime.make_model(spec)
-        return model
+    async def _build(self, spec: str | None) -> Model:
+        """A new model for `spec`, built off the event loop: building one may read a file."""
+        return await asyncio.to_thread(self.runtime.make_model, spec)
 
     async def _work(self, session_id: str, log: SessionLog) -> None:
         """Run the queue's prompts in order on one writer, then let the session go."""
@@ -331,7 +332,7 @@ class Hub:
                 self.pump(session_id)
 
     async def _turn(self, live: _Live, log: SessionLog, prompt: str, spec: str | None) -> None:
-        model = self._player(live, spec)
+        model = live.players[spec or ""]  # built by submit; a scripted one goes on where it was
 
         def delta(kind: str, text: str) -> None:
             self._send(live, ("delta", {"kind": kind, "text": text}))
