@@ -3,6 +3,7 @@ and warning, `harness sandbox-check`, and a subagent's bash in its parent's sand
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -150,9 +151,34 @@ def test_a_system_without_pidfd_open_is_told_why_it_cannot_sandbox(harness_home:
 
 @needs_bwrap
 def test_sandbox_check_says_it_works(harness_home: Path) -> None:
-    """Where bubblewrap runs: exit 0 and one line saying so."""
+    """Where bubblewrap runs: exit 0, one line saying so, then one line per cap of the sandbox
+    with whether it holds here (as root, as CI runs, every one does)."""
     result = run_cli("sandbox-check")
-    assert (result.returncode, result.stdout) == (
+    first, *caps = result.stdout.splitlines()
+    assert (result.returncode, first) == (
         0,
-        "sandbox: workspace works here (bubblewrap; no network)\n",
+        "sandbox: workspace works here (bubblewrap; no network)",
     )
+    assert [line.split(":")[0].strip() for line in caps] == [
+        "/tmp",
+        "/dev/shm",
+        "processes",
+        "memory",
+    ]
+    assert caps[0] == "  /tmp: 2 GiB, held (tmpfs size)"
+    if os.geteuid() == 0:
+        assert all(", held (" in line for line in caps), caps
+
+
+@needs_bwrap
+def test_sandbox_check_reads_the_caps_from_the_config(harness_home: Path) -> None:
+    """The caps are settings: sizes as "512M" or bytes, 0 for no cap; a bad one is one line."""
+    harness_home.mkdir(exist_ok=True)
+    (harness_home / "config.toml").write_text('sandbox_memory = "3G"\nsandbox_processes = 0\n')
+    result = run_cli("sandbox-check", env={"HARNESS_SANDBOX_SHM_SIZE": "64M"})
+    assert "  /dev/shm: 64 MiB, held (tmpfs size)" in result.stdout.splitlines()
+    assert "  processes: not capped" in result.stdout.splitlines()
+    assert any(line.startswith("  memory: 3 GiB, ") for line in result.stdout.splitlines())
+    bad = run_cli("sandbox-check", env={"HARNESS_SANDBOX_TMP_SIZE": "lots"})
+    assert bad.returncode != 0
+    assert "sandbox_tmp_size (or HARNESS_SANDBOX_TMP_SIZE) must be a size" in bad.stderr

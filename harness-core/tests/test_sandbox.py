@@ -24,7 +24,14 @@ from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext, ToolResult
 from harness_core.tools import sandbox as sandbox_module
 from harness_core.tools.bash import BashArgs, BashTool
-from harness_core.tools.sandbox import Sandbox, SandboxUnavailable, probe, resolve
+from harness_core.tools.sandbox import (
+    Limits,
+    Sandbox,
+    SandboxUnavailable,
+    describe_limits,
+    probe,
+    resolve,
+)
 from process_helpers import poll, running
 
 UNAVAILABLE = probe()
@@ -32,13 +39,18 @@ needs_bwrap = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no sandbox: {
 
 
 def bash_in(
-    workspace: Path, harness_home: Path, mode: str, command: str, network: bool = False
+    workspace: Path,
+    harness_home: Path,
+    mode: str,
+    command: str,
+    network: bool = False,
+    limits: Limits = sandbox_module.DEFAULT_LIMITS,
 ) -> str:
     """`command`'s output, run by the bash tool of a session started in `workspace`."""
     store = SessionStore(harness_home, PluginHost(Config({}, env={})).event_types)
     log = store.create(cwd=str(workspace))
     agent = Agent(log, ScriptedModel([{"text": "unused"}]), PluginHost(Config({}, env={})).tools)
-    sandbox_module.install(Sandbox("workspace" if mode == "workspace" else "off", network))
+    sandbox_module.install(Sandbox("workspace" if mode == "workspace" else "off", network, limits))
     try:
         args = BashArgs(command=command)
         context = ExecContext(agent=agent, call_id="call_1")
@@ -236,6 +248,90 @@ def test_host_sysv_ipc_out_of_reach(
     look = f"import ctypes; print('found' if ctypes.CDLL(None).shmget({host_shared_memory}, 0, 0) >= 0 else 'none')"
     text = bash_in(workspace, harness_home, mode, f'python3 -c "{look}"')
     assert ("found" in text.splitlines()) == (mode == "off"), text
+
+
+# -- caps: what one call may use of the host --------------------------------------------------
+
+MiB = 1 << 20
+SMALL = Limits(tmp=16 * MiB, shm=8 * MiB, memory=96 * MiB, processes=64)
+
+
+def needs_cap(name: str) -> pytest.MarkDecorator:
+    """Skip where the cap cannot hold (no cgroup harness may make) unless running as root, as
+    CI does, where it must hold."""
+    (line,) = [line for line in describe_limits(SMALL) if line.startswith(f"{name}:")]
+    held = "held (" in line
+    return pytest.mark.skipif(not held and os.geteuid() != 0, reason=line)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["/tmp", "/dev/shm"])
+def test_tmpfs_fill_is_capped(workspace: Path, harness_home: Path, where: str) -> None:
+    """Filling a temporary file system stops at its cap, with the shell's own error."""
+    command = f"head -c 64M /dev/zero > {where}/fill; stat -c 'size %s' {where}/fill"
+    text = bash_in(workspace, harness_home, "workspace", command, limits=SMALL)
+    assert "No space left on device" in text
+    size = int(text.split("size ")[-1].split()[0])
+    assert size <= (SMALL.tmp if where == "/tmp" else SMALL.shm)
+
+
+FORKS = """
+import os, time
+started = 0
+for _ in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    started += 1
+print("started", started)
+"""
+
+
+@needs_bwrap
+@needs_cap("processes")
+def test_process_count_is_capped(workspace: Path, harness_home: Path) -> None:
+    """A fork bomb stops at the cap (the children end with the call, as always)."""
+    (workspace / "forks.py").write_text(FORKS)
+    text = bash_in(workspace, harness_home, "workspace", "python3 forks.py", limits=SMALL)
+    started = int(text.split("started ")[-1].split()[0])
+    assert started < SMALL.processes, text
+
+
+@needs_bwrap
+@needs_cap("memory")
+def test_memory_is_capped(workspace: Path, harness_home: Path) -> None:
+    """A memory bomb is killed at the cap, not the host: the call reports it and the session's
+    next call runs as usual."""
+    command = (
+        'python3 -c \'b = bytearray(512 << 20); b[::4096] = b"x" * (128 << 10); print("kept")\''
+    )
+    text = bash_in(workspace, harness_home, "workspace", command, limits=SMALL)
+    assert "kept" not in text.splitlines(), text
+    assert "137" in text or "MemoryError" in text, text
+
+
+@needs_bwrap
+@needs_cap("processes")
+def test_a_sandbox_cgroup_is_removed_with_its_sandbox(workspace: Path, harness_home: Path) -> None:
+    """The cgroups a session's sandbox made are gone once the session is."""
+    before = _sandbox_cgroups()
+    session = Session(workspace, harness_home, Sandbox("workspace", limits=SMALL))
+    assert "ok" in anyio.run(session.bash, "echo ok").text
+    assert len(_sandbox_cgroups()) > len(before)
+    session.agent = None
+    gc.collect()
+    anyio.run(poll, lambda: _sandbox_cgroups() == before)
+
+
+def _sandbox_cgroups() -> set[Path]:
+    """The cgroups this process's sandboxes have now, in every hierarchy."""
+    prefix = f"{os.getpid()}-"
+    found = Path("/sys/fs/cgroup").rglob(f"harness-sandbox/{prefix}*")
+    return {path for path in found if path.is_dir()}
 
 
 @needs_bwrap

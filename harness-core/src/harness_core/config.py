@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,22 @@ def _window(value: object) -> int | dict[str, int] | None:
     return _positive_int(value)
 
 
+_SIZE_KIND: Final = 'a size in bytes, or a string such as "512M" or "2G" (0: no cap)'
+
+
+_SIZE: Final = re.compile(r"(\d+)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
+
+
+def _size(value: object) -> int | None:
+    """Bytes from a whole number or a string such as "512M" or "2GiB"."""
+    if type(value) is int:
+        return value if value >= 0 else None
+    match = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    return int(match[1]) << (10 * " KMGT".index(match[2].upper() or " "))
+
+
 def _choice(*choices: str) -> Callable[[object], str | None]:
     def check(value: object) -> str | None:
         return value if value in choices else None
@@ -126,6 +143,10 @@ class Settings:
     pass_env: tuple[str, ...] = ()
     sandbox: str | None = None
     sandbox_network: bool = False
+    sandbox_tmp_size: int | None = None
+    sandbox_shm_size: int | None = None
+    sandbox_memory: int | None = None
+    sandbox_processes: int | None = None
     approval: str | None = None
 
 
@@ -142,6 +163,10 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "pass_env": (_names, "a list of environment variable names"),
     "sandbox": (_choice("workspace", "off"), "workspace or off"),
     "sandbox_network": (_switch, "true or false"),
+    "sandbox_tmp_size": (_size, _SIZE_KIND),
+    "sandbox_shm_size": (_size, _SIZE_KIND),
+    "sandbox_memory": (_size, _SIZE_KIND),
+    "sandbox_processes": (_count, "a whole number, 0 or more (0: no cap)"),
     "approval": (_choice("ask", "auto", "deny"), "ask, auto or deny"),
 }
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands
     from ..models import DeltaSink, Model
     from ..plugins import PluginHost
     from ..tools import ToolRegistry
+    from ..tools.sandbox import Limits
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -87,6 +88,10 @@ _EXPECTED: Final = (
     SessionNotFound,
     OSError,
 )
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def _expected(exc: Exception) -> bool:
@@ -259,7 +264,7 @@ class App(ConfiguredHome):
 
         try:
             chosen, warning = sandbox.resolve(
-                flag, self.settings.sandbox, self.settings.sandbox_network
+                flag, self.settings.sandbox, self.settings.sandbox_network, self.sandbox_limits()
             )
         except sandbox.SandboxUnavailable as exc:
             raise CliError(str(exc)) from None
@@ -267,6 +272,18 @@ class App(ConfiguredHome):
             logging.getLogger("harness.sandbox").warning("%s", warning)
         sandbox.install(chosen)
         return chosen.mode
+
+    def sandbox_limits(self) -> Limits:
+        """The sandbox's caps: each setting where set, else its default."""
+        from ..tools.sandbox import Limits
+
+        settings, default = self.settings, Limits()
+        return Limits(
+            tmp=_or(settings.sandbox_tmp_size, default.tmp),
+            shm=_or(settings.sandbox_shm_size, default.shm),
+            memory=_or(settings.sandbox_memory, default.memory),
+            processes=_or(settings.sandbox_processes, default.processes),
+        )
 
     # -- approval --------------------------------------------------------------------------
 

@@ -72,7 +72,8 @@ def _describe(record: PluginRecord, commands: list[str], effects: Mapping[str, s
 
 
 def sandbox_check(args: Namespace) -> int:
-    """One line: whether `--sandbox workspace` works here, and why not."""
+    """One line: whether `--sandbox workspace` works here, and why not; then one line for
+    each of the sandbox's caps, with whether it holds here."""
     from ..tools import sandbox
 
     app = App()
@@ -82,6 +83,8 @@ def sandbox_check(args: Namespace) -> int:
         return 1
     network = "with network" if app.settings.sandbox_network else "no network"
     print(f"sandbox: workspace works here (bubblewrap; {network})")
+    for line in sandbox.describe_limits(app.sandbox_limits()):
+        print(f"  {line}")
     return 0
 
 

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, Protocol
@@ -44,14 +44,17 @@ import anyio
 from anyio.abc import Process
 
 from . import _sandbox_server
+from ._limits import DEFAULT_LIMITS, Cgroup, Limits, cgroup_for, describe, tmpfs_sizes
 
 __all__ = [
     "MODES",
     "Command",
+    "Limits",
     "Sandbox",
     "SandboxCrashed",
     "SandboxUnavailable",
     "current",
+    "describe_limits",
     "install",
     "probe",
     "resolve",
@@ -95,6 +98,7 @@ class Command(Protocol):
 class Sandbox:
     mode: Mode = "off"
     network: bool = False
+    limits: Limits = DEFAULT_LIMITS
 
     def wrap(self, argv: list[str], cwd: str, keep: Sequence[str] = ()) -> list[str]:
         """`argv` as run in this sandbox with `cwd` writable (unchanged when off), and the
@@ -112,12 +116,15 @@ class Sandbox:
         # /dev itself is read-only, so no call can break it for the next.
         return [
             bwrap,
-            *("--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm"),
+            *("--ro-bind", "/", "/", "--dev", "/dev"),
+            *tmpfs_sizes(bwrap, self.limits.shm),
+            *("--tmpfs", "/dev/shm"),
             # /proc read-only: bubblewrap covers /proc/sys only where its own access() check
             # says it is writable, which it does not say to root without capabilities, while
             # the kernel still lets uid 0 write sysctls (kernel/core_pattern names a program
             # the kernel runs as host root). No capability guards them: the mount must.
             *("--remount-ro", "/dev", "--proc", "/proc", "--remount-ro", "/proc"),
+            *tmpfs_sizes(bwrap, self.limits.tmp),
             *("--tmpfs", "/tmp"),
             # Host services listen on Unix sockets under the runtime directories (docker.sock,
             # the user's D-Bus, ssh and gpg agents); a read-only mount does not stop connect(),
@@ -294,9 +301,12 @@ class _Server:
         # the standard library (-I -S), and the environment may live where the sandbox
         # cannot see it.
         python = [os.path.realpath(sys.executable), "-I", "-S", "-", str(inside.fileno())]
-        with inside:
+        # Processes and memory are capped by a cgroup the sandbox is started in (where one
+        # can be made here: `harness sandbox-check` says).
+        self.cgroup, _ = cgroup_for(sandbox.limits)
+        with inside, _removed_on_error(self.cgroup):
             self.process = subprocess.Popen(
-                sandbox.wrap(python, cwd, _runtime_under_tmp()),
+                self.cgroup.enter(sandbox.wrap(python, cwd, _runtime_under_tmp())),
                 pass_fds=(inside.fileno(),),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
@@ -363,8 +373,18 @@ class _Server:
         with contextlib.suppress(OSError):
             self.process.kill()
         self.process.wait()
+        self.cgroup.remove()
         if self.process.stderr is not None:
             self.process.stderr.close()
+
+
+@contextlib.contextmanager
+def _removed_on_error(cgroup: Cgroup) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        cgroup.remove()
+        raise
 
 
 @functools.cache
@@ -451,6 +471,11 @@ def probe(network: bool = False) -> str | None:
     return None
 
 
+def describe_limits(limits: Limits) -> list[str]:
+    """One line per cap of the sandbox: its value and whether it holds here."""
+    return describe(limits, shutil.which("bwrap") or "bwrap")
+
+
 def _no_pidfd() -> str | None:
     """Why the sandbox's server could not wait for a command here (it waits on a pidfd, which
     Linux has since 5.3), or None."""
@@ -461,7 +486,9 @@ def _no_pidfd() -> str | None:
     return None
 
 
-def resolve(flag: str | None, setting: str | None, network: bool) -> tuple[Sandbox, str | None]:
+def resolve(
+    flag: str | None, setting: str | None, network: bool, limits: Limits = DEFAULT_LIMITS
+) -> tuple[Sandbox, str | None]:
     """The sandbox to use and a warning to print, if any.
 
     `flag` (--sandbox) wins over `setting` (HARNESS_SANDBOX, then config `sandbox`). Asked for
@@ -470,13 +497,14 @@ def resolve(flag: str | None, setting: str | None, network: bool) -> tuple[Sandb
     """
     asked = flag or setting
     if asked == "off":
-        return Sandbox("off", network), None
+        return Sandbox("off", network, limits), None
     why = probe(network)
     if why is None:
-        return Sandbox("workspace", network), None
+        return Sandbox("workspace", network, limits), None
     if asked == "workspace":
         raise SandboxUnavailable(f"--sandbox workspace cannot run: {why}")
-    return Sandbox("off", network), f"sandbox off: {why}; bash runs with your full rights"
+    warning = f"sandbox off: {why}; bash runs with your full rights"
+    return Sandbox("off", network, limits), warning
 
 
 _installed: Sandbox = Sandbox()
