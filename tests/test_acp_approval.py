@@ -107,6 +107,25 @@ async def test_allow_once_runs_the_call_after_asking_with_the_whole_command(
     ]
 
 
+async def test_a_bidi_override_is_escaped_in_the_permission_request(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """U+202E in a command: the pending tool_call's title and the question's title and content
+    show it as `\\u202e` (a client would draw the rest reversed); rawInput stays as sent."""
+    command = "echo safe #\u202e; touch ran\necho done"
+    steps = [{"tool_calls": [bash_call(command)]}, {"text": "Not touched."}]
+    client = Approver("reject_once")
+    model = write_script(tmp_path / "s.json", steps)
+    async with bridge(tmp_path, *ASK, "--model", model, client=client) as (conn, _):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=prompt("Touch"))
+    ((tool_call, _, (pending,)),) = client.requests
+    assert pending.title == tool_call.title == "$ echo safe #\\u202e; touch ran"
+    assert tool_call.content[0].content.text == "echo safe #\\u202e; touch ran\necho done"
+    assert tool_call.raw_input == {"command": command}
+    assert not (tmp_path / "ran").exists()
+
+
 async def test_allow_for_the_session_is_not_asked_again_even_after_a_load(
     tmp_path: Path, harness_home: Path
 ) -> None:

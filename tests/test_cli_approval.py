@@ -3,9 +3,13 @@ config choose the policy, and every decision is on the log before the call runs.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+from harness_core.hosts import visible
+from hypothesis import given
+from hypothesis import strategies as st
 from test_cli_support import (
     Terminal,
     bash_call,
@@ -89,6 +93,15 @@ def test_allow_for_the_session_is_remembered_by_the_next_run(
     ]
 
 
+def asked_about(tmp_path: Path, command: str) -> Terminal:
+    """`harness run --approval ask` with a model that runs `command`, at its question."""
+    steps = [{"tool_calls": [bash_call(command)]}, {"text": "ok"}]
+    model = write_script(tmp_path / "s.json", steps)
+    term = terminal(tmp_path, "run", "--approval", "ask", "--model", model, "go")
+    term.expect("Allow? [y] yes, once")
+    return term
+
+
 def test_a_multi_line_command_is_shown_whole_before_it_is_allowed(
     tmp_path: Path, harness_home: Path
 ) -> None:
@@ -96,17 +109,54 @@ def test_a_multi_line_command_is_shown_whole_before_it_is_allowed(
     it once."""
     marker = tmp_path / "ran"
     command = "echo first\ntouch ran"
-    model = write_script(
-        tmp_path / "s.json", [{"tool_calls": [bash_call(command)]}, {"text": "ok"}]
-    )
-    term = terminal(tmp_path, "run", "--approval", "ask", "--model", model, "go")
-    term.expect("Allow? [y] yes, once")
+    term = asked_about(tmp_path, command)
     assert "  touch ran" in term.lines
     term.send(b"y\r")
     assert term.wait() == 0, term.text
     assert marker.exists()
     [session] = session_ids(harness_home)
     assert approvals(harness_home, session)[0]["scope"] == "once"
+
+
+def test_a_bidi_override_in_the_command_is_shown_escaped_in_the_question(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """U+202E would draw `; touch ran` reversed, inside what looks like a comment: the
+    question shows it as `\\u202e`, never the character itself, and says what the escape is."""
+    marker = tmp_path / "ran"
+    command = "echo safe #\u202e; touch ran\necho \u2066done\u2069"
+    term = asked_about(tmp_path, command)
+    assert "harness: bash wants to run: $ echo safe #\\u202e; touch ran" in term.lines
+    assert "  echo \\u2066done\\u2069" in term.lines
+    assert "shown as \\uXXXX; \\\\ is one backslash)" in term.text
+    shown = term.raw.decode()
+    assert not any(char in shown for char in "\u202e\u2066\u2069")
+    term.send(b"n\r")
+    assert term.wait() == 0, term.text
+    assert not marker.exists()
+
+
+ESCAPE = re.compile(r"\\(\\|u[0-9a-f]{4}|U[0-9a-f]{8})")
+
+
+def read_back(shown: str) -> str:
+    """The text `visible` showed: each escape (and doubled backslash) as its character."""
+    return ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(int(m[1][1:], 16)), shown)
+
+
+# Pieces that make the property bite: hidden characters, and escapes spelled out in plain text.
+PIECES = st.sampled_from(["\\", "\\u202e", "\u202e", "\u2066", "\u200b", "\U000e0041", "\u3164"])
+
+
+@given(st.lists(PIECES | st.text(), max_size=8).map("".join))
+def test_visible_shows_nothing_hidden_and_reads_back_as_the_text(text: str) -> None:
+    """Whatever the text, what `visible` shows has only printable characters (and newlines,
+    tabs), and reads back as exactly that text: a spelled-out `\\u202e` never passes for
+    U+202E. A text with nothing hidden is shown as it is."""
+    shown = visible(text)
+    assert all(char.isprintable() or char in "\n\t" for char in shown)
+    assert "\u3164" not in shown
+    assert shown == text or read_back(shown) == text
 
 
 def test_ctrl_c_at_the_question_cancels_the_turn(tmp_path: Path, harness_home: Path) -> None:

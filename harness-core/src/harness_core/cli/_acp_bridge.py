@@ -59,7 +59,7 @@ from acp.schema import (
 )
 
 from .._version import __version__
-from ..hosts import Change, Conversation, McpServerSpec, ToolRow, one_line
+from ..hosts import Change, Conversation, McpServerSpec, ToolRow, one_line, visible
 from ..hosts._present import call_label
 from ..log import Event, LogWriteError, SessionLog, SessionNotFound
 from ..loop import Answer, Approval, ApprovalRequest, CannotAsk
@@ -341,10 +341,12 @@ class _Session:
         """
         await self._updates.join()  # the call's `tool_call` reaches the client first
         call_id = request.question_id(self.id)  # the client never saw a subagent's calls
-        detail = request.detail
+        # What the client shows its user is escaped (`visible`), so a bidi override cannot
+        # make the command read differently from the one that runs; rawInput stays as sent.
+        detail = None if request.detail is None else visible(request.detail)
         tool_call = ToolCallUpdate(
             tool_call_id=call_id,
-            title=one_line(request.summary),  # as the `tool_call` titles it
+            title=visible(one_line(request.summary)),  # as the `tool_call` titles it
             kind=TOOL_KINDS.get(request.tool, "other"),
             status="pending",
             content=[tool_content(text_block(detail))] if detail is not None else None,
@@ -438,7 +440,7 @@ class _Session:
             status = "pending" if self._waits(row) else "in_progress"
         return start_tool_call(
             row.call_id,
-            call_label(self.tools, row.name, row.arguments),
+            visible(call_label(self.tools, row.name, row.arguments)),  # shown while it is asked
             kind=TOOL_KINDS.get(row.name, "other"),
             status=status,
             content=[tool_content(text_block(row.text))] if final and row.text else None,

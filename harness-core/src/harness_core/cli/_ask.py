@@ -19,7 +19,7 @@ from typing import Any, Final, TextIO
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from ..hosts import clean, one_line
+from ..hosts import visible
 from ..loop import Answer, ApprovalRequest
 
 __all__ = ["Questions", "ask_terminal"]
@@ -33,6 +33,9 @@ CHOICES: Final[dict[str, Answer]] = {
     "no": "deny",
 }
 PROMPT: Final = "Allow? [y] yes, once  [a] always, for this session  [n] no: "
+HIDDEN_NOTE: Final = (
+    "  (it holds invisible or reordering characters, shown as \\uXXXX; \\\\ is one backslash)"
+)
 
 
 @dataclass(eq=False)
@@ -84,9 +87,15 @@ class Questions:
 
 def ask_terminal(request: ApprovalRequest, out: TextIO) -> Answer:
     """Print the question on `out` and read the answer from stdin; end of input is a no."""
-    lines = [f"harness: {request.tool} wants to run: {one_line(clean(request.summary))}"]
-    if request.detail is not None:
-        lines += [f"  {line}" for line in clean(request.detail).splitlines()]
+    # Escaped, not cleaned: a control or bidi character left out or left to the terminal
+    # would make the question read differently from the call that runs.
+    summary = visible(request.summary)
+    detail = None if request.detail is None else visible(request.detail)
+    lines = [f"harness: {request.tool} wants to run: {summary}"]
+    if detail is not None:
+        lines += [f"  {line}" for line in detail.split("\n")]
+    if summary != request.summary or detail != request.detail:
+        lines.append(HIDDEN_NOTE)
     out.write("\n".join(lines) + "\n")
     while True:
         out.write(PROMPT)

@@ -21,6 +21,7 @@ from ..hosts import (
     clean,
     compaction_line,
     one_line,
+    visible,
 )
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog
@@ -201,7 +202,8 @@ class PlainView:
     def _result(self, change: Change, nested: bool) -> None:
         row = change.row
         assert row is not None
-        label = call_label(self._tools, row.name, row.arguments)
+        # Escaped as the approval question shows it: the line must read as the call ran.
+        label = visible(call_label(self._tools, row.name, row.arguments))
         line = tool_line(self._tools, label, change.event.data, approval_note(row))
         self._write([NEST + line if nested else line])
         if self._transcript and not nested:

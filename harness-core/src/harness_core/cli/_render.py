@@ -19,7 +19,15 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from ..hosts import Change, StripLine, ToolRow, approval_note, clean, compaction_line
+from ..hosts import (
+    Change,
+    StripLine,
+    ToolRow,
+    approval_note,
+    clean,
+    compaction_line,
+    visible,
+)
 from ..hosts._present import call_label
 from ..log import Event, SessionLog
 from ..loop import Answer, ApprovalRequest, TurnOutcome
@@ -191,7 +199,8 @@ class LiveView:
         return Group(*parts)
 
     def _label(self, row: ToolRow) -> str:
-        return call_label(self._tools, row.name, row.arguments)
+        # Escaped: the row shows while the approval question is asked, and must read as it runs.
+        return visible(call_label(self._tools, row.name, row.arguments))
 
     def _refresh(self) -> None:
         if self._live is not None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         Styled,
         TerminalStrip,
     )
-    from ._sanitize import LABEL_WIDTH, clean, one_line
+    from ._sanitize import LABEL_WIDTH, clean, one_line, visible
     from ._snapshot import SessionSnapshot
 
 _EXPORTS = {
@@ -67,6 +67,7 @@ _EXPORTS = {
     "clean": "_sanitize",
     "compaction_line": "_conversation",
     "one_line": "_sanitize",
+    "visible": "_sanitize",
 }
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "clean",
     "compaction_line",
     "one_line",
+    "visible",
 ]
 
 
