@@ -109,6 +109,43 @@ def test_commands_that_read_sessions_start_no_server(tmp_path: Path, harness_hom
     assert not counter.exists()
 
 
+def test_a_huge_structured_content_is_left_out_of_the_log_and_the_result_says_so(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """10 MB of structuredContent: the text is capped and the data left out, with a line
+    telling the model (and every host) why; the session log stays small."""
+    configure(harness_home, stdio("tiny", "--big"))
+    steps = [
+        {"tool_calls": [{"name": "tiny__big", "arguments": {"megabytes": 10}}]},
+        {"text": "ok"},
+    ]
+    result = run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "big", timeout=120)
+    assert result.returncode == 0, result.stderr
+    (session,) = session_ids(harness_home)
+    (logged,) = [
+        e["data"] for e in read_events(harness_home, session) if e["type"] == "tool/result"
+    ]
+    assert logged["data"] is None and not logged["is_error"]
+    assert logged["text"].splitlines()[-1] == (
+        "[structuredContent left out: 10000012 bytes of JSON, over the 30000-byte cap]"
+    )
+    assert (harness_home / "sessions" / f"{session}.jsonl").stat().st_size < 100_000
+
+
+def test_a_server_printing_on_stdout_is_one_warning_naming_it(harness_home: Path) -> None:
+    """A banner on a stdio server's stdout (not MCP) is one warning line naming the server,
+    no traceback, and the server still works."""
+    configure(harness_home, stdio("chatty", "--noisy"))
+    result = run_cli("mcp", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "harness: warning: MCP server 'chatty' printed a line on stdout that is not an MCP "
+        "message ('tiny: starting up'); stdout is the protocol, a server logs to stderr "
+        "(more such lines are ignored)"
+    ]
+    assert result.stdout.startswith("chatty: ready · chatty__echo")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -77,6 +77,15 @@ def starts() -> int:
     return int(Path(os.environ["TINY_COUNTER"]).read_text())
 
 
+class Blob(BaseModel):
+    data: str
+
+
+def big(megabytes: int) -> Blob:
+    """Structured content of about `megabytes` MB (offered with `--big`)."""
+    return Blob(data="x" * megabytes * 1_000_000)
+
+
 def extra(text: str) -> str:
     """A tool that exists only between grow and shrink."""
     return f"extra: {text}"
@@ -105,6 +114,10 @@ if __name__ == "__main__":
         path.write_text(str(int(path.read_text() or 0) + 1) if path.exists() else "1")
     if counter and "--grow-on-restart" in sys.argv and Path(counter).read_text() != "1":
         server.add_tool(extra)
+    if "--big" in sys.argv:
+        server.add_tool(big)
+    if "--noisy" in sys.argv:  # what a server printing a banner on stdout does to its client
+        print("tiny: starting up", flush=True)
     if "--fail" in sys.argv:
         print("tiny: cannot open the database: no such file", file=sys.stderr)
         sys.exit(2)

@@ -5,10 +5,12 @@ Every method here runs on the runtime's loop (see `_runtime.py`).
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 import anyio
@@ -18,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from ._config import ServerConfig
 from ._runtime import Runtime
@@ -28,6 +31,8 @@ STARTUP_TIMEOUT: Final = 30.0  # seconds to start, initialize and list tools
 STDERR_TAIL: Final = 2_000  # characters of a failed server's stderr shown with its error
 
 State = Literal["stopped", "ready", "failed"]
+
+logger: Final = logging.getLogger("harness.plugins.mcp")
 
 
 class ServerGone(Exception):
@@ -56,6 +61,26 @@ class Server:
         self._lock: anyio.Lock | None = None
         # Told (on the runtime's thread) when the server sends notifications/tools/list_changed.
         self.on_tools_changed: Callable[[Server], None] | None = None
+        self._reported: set[object] = set()  # the SDK's complaints told once per process
+
+    def report(self, record: logging.LogRecord) -> None:
+        """What the SDK logs about this server's stdio, as one warning naming the server
+        (each kind once per process), instead of its message and a traceback."""
+        if record.msg in self._reported:
+            return
+        self._reported.add(record.msg)
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, ValidationError):  # a stdout line that is not an MCP message
+            line = str(exc.errors()[0].get("input", ""))[:200]
+            logger.warning(
+                "MCP server %r printed a line on stdout that is not an MCP message (%r); "
+                "stdout is the protocol, a server logs to stderr (more such lines are ignored)",
+                self.name,
+                line,
+            )
+            return
+        why = f": {_reason(exc)}" if exc is not None else ""
+        logger.warning("MCP server %r: %s%s", self.name, record.getMessage(), why)
 
     async def ensure(self) -> ClientSession:
         """The live session, (re)starting the server if it is not running."""
@@ -118,6 +143,7 @@ class Server:
     async def _hold(self, ready: anyio.Event) -> None:
         """Open the connection, publish it, and keep it open until it is dropped."""
         self._stop = stop = anyio.Event()
+        _serving.set(self)  # the transport's tasks, started below, inherit it
         try:
             async with self._connect() as session:
                 self._session, self.state, self.error = session, "ready", None
@@ -162,11 +188,36 @@ class Server:
         assert config.command is not None
         self._stderr.seek(0)
         self._stderr.truncate()
+        self._reported.clear()
         parameters = StdioServerParameters(
             command=config.command, args=config.args, env=self._env, cwd=config.cwd
         )
         async with stdio_client(parameters, errlog=self._stderr) as streams:
             yield streams
+
+
+# The server whose connection the running task serves: the SDK's stdio transport logs with
+# a module logger, and only the task that logs knows which server it reads.
+_serving: ContextVar[Server | None] = ContextVar("harness_mcp_serving", default=None)
+
+
+class _NameTheServer(logging.Filter):
+    """Hands the stdio transport's records to the server they are about (`Server.report`).
+
+    The SDK logs every stdout line that is not JSON-RPC with a traceback, which reaches the
+    user's terminal through the root logger once per line; records logged outside a server's
+    tasks pass unchanged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        server = _serving.get()
+        if server is None:
+            return True
+        server.report(record)
+        return False
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NameTheServer())
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
