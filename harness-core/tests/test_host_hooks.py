@@ -8,7 +8,8 @@ from argparse import ArgumentParser, Namespace
 from collections.abc import Sequence
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from harness_core.cli import main
@@ -247,6 +248,45 @@ def test_every_hook_takes_a_subset_of_its_arguments(
     assert plugin_host.observer_errors == []
     model = plugin_host.hooks.model("subset:x", {"base_url": None})
     assert model is not None and model.name == "subset:x"
+
+
+def marked(name: str, seen: list[str], **marks: bool) -> SimpleNamespace:
+    """A plugin that answers each isolated hook with its own name, marked with `marks`."""
+    mark = hookimpl(**marks)
+    return SimpleNamespace(
+        name=name,
+        inject=(),
+        harness_event_appended=mark(lambda: seen.append(name)),
+        harness_compaction_carry=mark(lambda: name),
+        harness_cli_commands=mark(lambda: [name]),
+        harness_terminal_strip=mark(lambda: name),
+        harness_snapshot_fields=mark(lambda: name),
+        harness_web_dock=mark(lambda: [name]),
+        harness_session_mcp=mark(lambda: name),
+    )
+
+
+def test_tryfirst_and_trylast_order_every_isolated_hook_and_harness_session_mcp_as_in_pluggy(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin
+) -> None:
+    """Loaded unmarked, tryfirst, trylast, trylast: every hook calls them tryfirst, unmarked,
+    trylast (two of a kind in load order), as pluggy's own caller does, and
+    harness_session_mcp takes the tryfirst plugin's offer."""
+    seen: list[str] = []
+    plugins = [("plain", {}), ("first", {"tryfirst": True}), ("last", {"trylast": True})]
+    for name, marks in [*plugins, ("later", {"trylast": True})]:
+        assert register_plugin(marked(name, seen, **marks)).status == "loaded"
+    order = ["first", "plain", "last", "later"]
+    assert plugin_host.pm.hook.harness_compaction_carry(events=[], end=0) == order  # pluggy's
+    hooks = plugin_host.hooks
+    hooks.event_appended(cast("SessionLog", None), Event(0, "session/start", "t", {}, None))
+    assert seen == order
+    assert hooks.compaction_carry([], 0) == order
+    assert [plugin for plugin, _ in hooks.cli_commands()] == order
+    assert hooks.terminal_strips() == order
+    assert [plugin for plugin, _ in hooks.snapshot_fields()] == order
+    assert [plugin for plugin, _ in hooks.web_dock()] == order
+    assert hooks.session_mcp() == "first"
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,15 @@
 """A typed facade over `pm.hook`: core code calls these methods, never `pm.hook.*` untyped.
 
 Implementations are called with the arguments they ask for (pluggy's `argnames`), so a hook
-that takes a subset of its spec's arguments works as pluggy promises. Hooks whose callers
+that takes a subset of its spec's arguments works as it does in pluggy. Hooks whose callers
 isolate plugins from each other (observers, registrations, host contributions) call one
 implementation at a time: a plugin that raises is reported with its name and skipped, and the
 others still run. Such hooks cannot honour wrappers, so `check_wrappers` rejects them at load.
+
+They call `tryfirst` implementations first and `trylast` ones last, as pluggy does; within
+each of the three groups, in plugin load order, so hosts show contributions in the order
+`harness plugins` lists them (pluggy itself calls the last registered first: `harness_model`,
+which goes through pluggy, asks the built-ins last).
 """
 
 from __future__ import annotations
@@ -58,6 +63,16 @@ def check_wrappers(pm: pluggy.PluginManager, plugin: object) -> str | None:
 def _call(impl: pluggy.HookImpl, kwargs: dict[str, Any]) -> Any:
     """Call one implementation with the spec arguments it names, as pluggy would."""
     return impl.function(*[kwargs[name] for name in impl.argnames])
+
+
+def _call_order(pm: pluggy.PluginManager, impls: list[pluggy.HookImpl]) -> list[pluggy.HookImpl]:
+    """`tryfirst`, then unmarked, then `trylast` implementations, each group in load order."""
+    # Ranked by name, not read off get_hookimpls(): pluggy keeps its trylast group there in
+    # reverse registration order. list_name_plugin() is in registration order.
+    if len(impls) < 2:  # the common case (one observer, one carrier): nothing to order
+        return impls
+    loaded = {name: rank for rank, (name, _) in enumerate(pm.list_name_plugin())}
+    return sorted(impls, key=lambda impl: (impl.trylast - impl.tryfirst, loaded[impl.plugin_name]))
 
 
 class Hooks:
@@ -130,10 +145,8 @@ class Hooks:
         return next(offers, None)
 
     def _isolated(self, hook: str, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-        """Each implementation's result in plugin load order; one that raises is reported."""
-        # get_hookimpls() lists in registration order (pluggy calls it backwards): hosts show
-        # contributions in the order plugins loaded, as `harness plugins` lists them.
-        for impl in getattr(self._pm.hook, hook).get_hookimpls():
+        """Each implementation's result in call order; one that raises is reported."""
+        for impl in _call_order(self._pm, getattr(self._pm.hook, hook).get_hookimpls()):
             try:
                 result = _call(impl, kwargs)
             except Exception as exc:

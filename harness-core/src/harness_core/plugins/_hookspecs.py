@@ -1,9 +1,10 @@
 """Hook specifications: everything a plugin can do to harness.
 
-Implementations are called the way pluggy promises: each takes any subset of its spec's
-arguments, by name. Each spec has a docstring and a mode (broadcast, firstresult or historic,
-set on its marker); only `harness_model` runs wrapper implementations (`wrapper=True`), the
-others are called one plugin at a time and reject wrappers at load time.
+Each implementation takes any subset of its spec's arguments, by name, as in pluggy. Each
+spec has a docstring and a mode (broadcast or firstresult, set on its marker). Only
+`harness_model` is called through pluggy, wrappers (`wrapper=True`) included; the others are
+called one plugin at a time by `_facade.py`, which rejects wrappers at load time and calls
+`tryfirst` implementations first and `trylast` ones last, each group in plugin load order.
 `scripts/gen_hook_catalog.py` builds docs/hook-catalog.md from them, and CI fails when the
 catalog is stale.
 """
@@ -80,10 +81,10 @@ def harness_compaction_carry(events: Sequence[Event], end: int) -> str | None:
     `events[:end]` is the session's history before a `context/compact` event. Return a short
     text for the model (the todo plugin returns the current plan while it has unfinished
     items), or None. The message projection renders every plugin's text after the summary,
-    in plugin load order, on the live session and on every replay alike: answer from
-    `events[:end]` alone, the same way each time, so a replay derives the messages the live
-    session sent. Called once per compaction when a session's messages are folded; a plugin
-    that raises is reported and skipped.
+    in call order (plugin load order; `tryfirst` first, `trylast` last), on the live session
+    and on every replay alike: answer from `events[:end]` alone, the same way each time, so
+    a replay derives the messages the live session sent. Called once per compaction when a
+    session's messages are folded; a plugin that raises is reported and skipped.
     """
 
 
@@ -96,7 +97,7 @@ def harness_cli_commands() -> Sequence[Command]:
 
     Return `Command(name, help, run, configure)` declarations; `configure(parser)` adds the
     command's arguments and `run(args, ctx)` runs it and returns the exit status (raise
-    `CommandError` for a one-line failure). A name a core command or an earlier plugin
+    `CommandError` for a one-line failure). A name a core command or a plugin called earlier
     already uses is reported and skipped. Keep the plugin module light and import inside
     `run`: the CLI asks every plugin for its commands before it knows which one runs.
     """
@@ -109,8 +110,9 @@ def harness_terminal_strip() -> TerminalStrip | None:
 
     Called once for each session a terminal view shows; return a fresh fold. The host feeds it
     that session's events in order (`apply`) and pins its `lines()` under the output while
-    turns run, and prints them once when a resumed session opens. Strips stack in plugin
-    load order. The todo plugin's plan strip is one.
+    turns run, and prints them once when a resumed session opens. Strips stack in call
+    order (plugin load order; `tryfirst` first, `trylast` last). The todo plugin's plan strip
+    is one.
     """
 
 
@@ -140,7 +142,8 @@ def harness_web_dock() -> Sequence[DockEntry]:
 def harness_session_mcp() -> SessionMcp | None:
     """Offer to run the MCP servers a client hands a session (ACP's `mcpServers`), or None.
 
-    Return `SessionMcp(attach, http)`; the first plugin to answer is used. The ACP bridge
+    Return `SessionMcp(attach, http)`; the first plugin to answer, in call order (plugin load
+    order; `tryfirst` first, `trylast` last), is used. The ACP bridge
     asks once: `initialize` advertises `mcpCapabilities.http` from it, and each
     `session/new` or `session/load` that names servers gets its own tool registry over the
     host's, passed to `attach(servers, tools, cwd)`; what `attach` returns is called when
