@@ -1,4 +1,4 @@
-"""Each hook spec through the typed facade: historic, broadcast, firstresult, isolation."""
+"""Each hook spec through the typed facade: per plugin, broadcast, firstresult, isolation."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class Exploding:
         raise RuntimeError("observer bug")
 
 
-def test_harness_event_types_is_historic_for_late_plugins(
+def test_harness_event_types_are_declared_for_a_plugin_added_late(
     plugin_host: PluginHost, register_plugin: RegisterPlugin
 ) -> None:
     """A plugin added after the host started still gets its event type declared."""
