@@ -235,7 +235,7 @@ class App(ConfiguredHome):
 
         self.host: PluginHost = PluginHost(self.config)
         builtins.add_to(self.host)
-        self.records = self.host.load_entry_points()
+        self.host.load_entry_points()  # `harness plugins` reads the records off the host
         # Every append to a session this store writes reaches the plugins' observers, whoever
         # appends it: session/start, a turn's events, a subagent's session.
         self.store = SessionStore(
@@ -375,9 +375,9 @@ class App(ConfiguredHome):
     def writer(self, session_id: str | None) -> SessionLog:
         """The session to write: an existing one (locked), or a new one for this cwd.
 
-        Every setting the turns need is checked first: a bad one must not leave a session.
+        The settings were checked when the App was built; what is checked here is text the
+        log cannot store, before a session is created for it.
         """
-        self.max_steps()
         if session_id is not None:
             return self.store.open(session_id)
         # The log stores text as UTF-8; a name Python decoded with surrogateescape cannot be
