@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -67,11 +68,22 @@ class Served:
 
 @contextmanager
 def serve(
-    home: Path, *args: str, env: Mapping[str, str | None] | None = None, port: int = 0
+    home: Path,
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    port: int = 0,
+    max_files: int | None = None,
 ) -> Iterator[Served]:
-    """`harness serve --port PORT ARGS` with HARNESS_HOME=home, stopped (SIGINT) at the end."""
+    """`harness serve --port PORT ARGS` with HARNESS_HOME=home, stopped (SIGINT) at the end;
+    `max_files` lowers its descriptor limit (RLIMIT_NOFILE)."""
+
+    def limit_files() -> None:
+        if max_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+
     process = subprocess.Popen(
         [HARNESS, "serve", "--port", str(port), *args],
+        preexec_fn=limit_files,
         env=child_env({"HARNESS_HOME": str(home), **(env or {})}),
         stdin=subprocess.DEVNULL,  # no terminal: the approval policy defaults to auto
         stdout=subprocess.PIPE,

@@ -20,9 +20,7 @@ DEMO: Final = "demo"  # the model spec of the embedded demo script
 
 
 def serve(args: Namespace) -> int:
-    import uvicorn
-
-    from ..web import Hub, WebRuntime, create_app
+    from ..web import Hub, WebRuntime, create_app, run_server
 
     app = App()
     app.use_sandbox(args.sandbox)
@@ -55,8 +53,7 @@ def serve(args: Namespace) -> int:
             "token can run tools on this machine",
             file=sys.stderr,
         )
-    config = uvicorn.Config(asgi, log_level="warning", lifespan="off")
-    uvicorn.Server(config).run(sockets=[listener])
+    run_server(asgi, listener)
     return 0
 
 

@@ -7,5 +7,6 @@ has no knowledge a plugin owns.
 
 from ._app import create_app
 from ._hub import Hub, WebRuntime
+from ._server import run as run_server
 
-__all__ = ["Hub", "WebRuntime", "create_app"]
+__all__ = ["Hub", "WebRuntime", "create_app", "run_server"]

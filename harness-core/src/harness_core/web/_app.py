@@ -34,6 +34,7 @@ CSP: Final = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 HEARTBEAT: Final = 15  # seconds between comment lines on an idle event stream
+MAX_BODY: Final = 1 << 20  # bytes of a request body: a prompt of 1 MiB is past any context
 _STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -202,10 +203,18 @@ class _Unprocessable(Exception):
     """Malformed JSON or fields: 422 with a one-line reason."""
 
 
+class _TooLarge(Exception):
+    """A body over MAX_BODY: 413, and the connection closes (the rest is not read)."""
+
+
 def _unprocessable(handler: Handler) -> Handler:
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
+        except _TooLarge:
+            response = _error(413, f"the body is larger than {MAX_BODY >> 20} MiB")
+            response.headers["connection"] = "close"
+            return response
         except _Unprocessable as exc:
             return _error(422, str(exc))
         except ValueError as exc:  # a model spec that cannot be built, a bad setting
@@ -222,7 +231,14 @@ def _authorized(request: Request, token: str) -> bool:
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise _TooLarge
+    raw = bytearray()
+    async for chunk in request.stream():  # counted as it comes: a chunked body has no length
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise _TooLarge
     if not raw.strip():
         return {}
     try:
