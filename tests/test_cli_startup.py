@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from harness_core import __version__
-from test_cli_support import child_env, run_cli, session_ids, todo_call, write_script
+from test_cli_support import REPO, child_env, run_cli, session_ids, todo_call, write_script
 
 # Libraries a bare `--help` has no use for; each costs tens of milliseconds to import.
 HEAVY = ("pydantic", "pluggy", "rich", "openai", "httpx", "anyio", "orjson", "harness_tool_todo")
@@ -88,12 +89,31 @@ def test_version_prints_the_package_version() -> None:
     assert result.stdout.strip() == f"harness {__version__}"
 
 
-def test_help_lists_every_contract_command() -> None:
-    """`harness --help` names each command the README's Commands table lists."""
+OPTION = r"--[a-z][a-z-]*"
+
+
+def readme_commands() -> dict[str, list[str]]:
+    """Each command of the README's Commands table, with the options its row shows."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `harness ([a-z][a-z-]*)([^`]*)` \|", text, re.MULTILINE)
+    return {command: sorted(set(re.findall(OPTION, rest))) for command, rest in rows}
+
+
+def test_help_lists_the_commands_of_the_readme_table() -> None:
+    """`harness --help` names each command the README's Commands table lists, and no other."""
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("run", "demo", "sessions", "show", "todos", "events", "plugins", "chat"):
-        assert f"    {command} " in result.stdout
+    listed = re.findall(r"^    ([a-z][a-z-]*)(?: |$)", result.stdout, re.MULTILINE)
+    assert sorted(listed) == sorted(readme_commands())
+
+
+@pytest.mark.parametrize("command", sorted(readme_commands()))
+def test_the_readme_table_shows_every_option_of(command: str) -> None:
+    """The row of `command` in the README's Commands table has the options its usage has."""
+    result = run_cli(command, "--help")
+    assert result.returncode == 0, result.stderr
+    usage = result.stdout.split("\n\n", 1)[0]
+    assert readme_commands()[command] == sorted(set(re.findall(OPTION, usage)))
 
 
 def test_no_command_prints_usage_and_fails() -> None:
