@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -94,26 +92,3 @@ def test_builtins_cannot_be_reloaded(plugin_host: PluginHost) -> None:
     """Purging harness_core from sys.modules would break the host itself."""
     with pytest.raises(ValueError, match="built-in plugin cannot be reloaded"):
         plugin_host.reload("builtins")
-
-
-@pytest.fixture
-def restore_todo_modules() -> Iterator[None]:
-    """Reloading purges harness_tool_todo from sys.modules; give later tests the originals."""
-    saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] == "harness_tool_todo"}
-    yield
-    for name in [k for k in sys.modules if k.split(".")[0] == "harness_tool_todo"]:
-        del sys.modules[name]
-    sys.modules.update(saved)
-
-
-@pytest.mark.usefixtures("restore_todo_modules")
-async def test_reload_of_installed_todo_plugin(plugin_host: PluginHost) -> None:
-    """The real todo plugin survives reloads with exactly one todo_write."""
-    plugin_host.load_entry_points(env={})
-    first = plugin_host.tools.get("todo_write")
-    for _ in range(3):
-        assert plugin_host.reload("todo").status == "loaded"
-    again = plugin_host.tools.get("todo_write")
-    assert plugin_host.tools.names().count("todo_write") == 1
-    assert again is not first and type(again) is not type(first)
-    assert plugin_host.event_types.get("todo/write") is not None
