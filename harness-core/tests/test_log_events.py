@@ -117,6 +117,22 @@ def test_type_declared_after_open_is_accepted_by_the_open_log(log_store: Session
     assert event.data == {"label": "x"}
 
 
+class NotedBookmark(Bookmark):
+    note: str
+
+
+def test_a_subclass_payload_is_stored_as_the_declared_model(log_store: SessionStore) -> None:
+    """An instance of a subclass of the declared payload is dumped as the declared model: its
+    own fields stay off the log, on disk and in the event appended."""
+    log_store.registry.declare(EventType("test/bookmark", Bookmark, surface=False))
+    with log_store.create() as log:
+        log.append("turn/start", {}, turn=1)
+        event = log.append("test/bookmark", NotedBookmark(label="x", note="private"), turn=1)
+        path = log.path
+    assert event.data == {"label": "x"}
+    assert SessionLog.open(path, log_store.registry, writable=False).events[-1].data == event.data
+
+
 def test_unknown_type_append_names_the_hook(log_store: SessionStore) -> None:
     """Appending an undeclared type fails before writing and says how to declare it."""
     with log_store.create() as log:

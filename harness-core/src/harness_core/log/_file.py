@@ -31,7 +31,7 @@ from ._tail import caught_up
 from ._types import EventTypeRegistry
 
 if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
-    from pydantic import BaseModel
+    from pydantic import BaseModel, TypeAdapter
 
 __all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines", "read_lines"]
 
@@ -388,8 +388,9 @@ class SessionLog:
                 payload = model.model_validate(payload)
         except ValueError as exc:  # pydantic's ValidationError, without importing pydantic
             raise ValueError(f"invalid {type} payload: {exc}") from None
-        # `model_dump(mode="json")` minus its wrapper: this runs on every append.
-        data: dict[str, Any] = model.__pydantic_serializer__.to_python(payload, mode="json")
+        # Dumped as the declared model, so a subclass instance adds none of its own fields
+        # (`payload.model_dump` would), through pydantic's public TypeAdapter.
+        data: dict[str, Any] = _adapter(model).dump_python(payload, mode="json")
         return data
 
     def commit(self) -> None:
@@ -567,3 +568,16 @@ def _create_aside(path: Path, offset: int, data: bytes) -> Path:
         _fsync_dir(path.parent)
         return aside
     raise FileExistsError(f"too many torn-tail files beside {path}")
+
+
+_ADAPTERS: dict[type[BaseModel], TypeAdapter[Any]] = {}
+
+
+def _adapter(model: type[BaseModel]) -> TypeAdapter[Any]:
+    """The TypeAdapter of `model`, built on its first append: every append dumps through it."""
+    adapter = _ADAPTERS.get(model)
+    if adapter is None:
+        from pydantic import TypeAdapter  # the write path: reading never loads pydantic
+
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+    return adapter
