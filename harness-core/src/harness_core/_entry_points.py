@@ -1,10 +1,15 @@
 """Entry points read from the installed distributions' metadata folders on `sys.path`.
 
-`importlib.metadata` would answer the same, but importing it loads email, zipfile and csv and
-costs more than the rest of `harness --help`; every command that loads plugins needs only one
-group's entry points and each providing distribution's name and version. Both are in the
-`*.dist-info` (or `*.egg-info`) folder: `entry_points.txt`, and the first lines of `METADATA`.
-As with `importlib.metadata`, the first distribution of a name on `sys.path` wins.
+`importlib.metadata` answers the same, but importing it loads email, zipfile and csv. Every
+command that loads plugins needs only one group's entry points and each providing
+distribution's name and version; both are in the `*.dist-info` (or `*.egg-info`) folder:
+`entry_points.txt`, and the first lines of `METADATA`. As with `importlib.metadata`, the
+first distribution of a name on `sys.path` wins.
+
+Kept because it is measured to pay: `scripts/bench/entry_points.py` checks that both find the
+same entry points, then times them side by side in fresh interpreters. Reading the two
+groups the CLI reads took 12 ms here against 34 ms with `importlib.metadata` (2.8x), about
+half of what `harness --help` takes in all.
 """
 
 from __future__ import annotations
