@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -434,3 +435,63 @@ def next_named(response: httpx.Response, name: str) -> dict[str, Any]:
         elif not line:
             event = None
     raise AssertionError(f"the stream ended before an {name} event")
+
+
+def test_a_lone_surrogate_in_a_prompt_is_422_and_nothing_is_appended(served: Served) -> None:
+    """`"\\ud800 hi"` is valid JSON but not text the UTF-8 log can hold: 422 naming it, and
+    the session is as it was (it used to get a turn/start with no message and no turn/end)."""
+    with served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        before = client.get(f"/api/sessions/{session}/history").json()["events"]
+        for field in ("prompt", "model"):
+            body = json.dumps({"prompt": "hi", field: "\ud800 hi"})  # escaped: valid JSON
+            answer = client.post(f"/api/sessions/{session}/turns", content=body)
+            assert answer.status_code == 422
+            assert (
+                answer.json()["error"] == "the body is not valid Unicode (a lone surrogate U+D800)"
+            )
+        page = client.get(f"/api/sessions/{session}/history").json()
+    assert page["events"] == before and not page["snapshot"]["running"]
+
+
+def test_a_deeply_nested_body_is_422_without_a_traceback(served: Served) -> None:
+    """100,000 levels of `[`: one line, 422, and nothing on stderr (it was a 500 with one)."""
+    with served.client() as client:
+        for body in ("[" * 100_000, '{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+            answer = client.post("/api/sessions", content=body)
+            assert answer.status_code == 422
+            assert answer.json()["error"] == "the body is not valid JSON (nested too deeply)"
+        assert client.get("/api/sessions").json() == {"sessions": []}
+    served.process.send_signal(signal.SIGINT)
+    assert "Traceback" not in served.process.communicate(timeout=10)[1]
+
+
+def test_a_last_event_id_past_the_newest_seq_still_gets_later_events(served: Served) -> None:
+    """A client ahead of the log (Last-Event-ID 10,000 on a one-event session) goes on from
+    the newest seq: the first snapshot says where the log ends, and the next turn's events
+    arrive (they were all dropped as already sent)."""
+    with served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        headers = {"Last-Event-ID": "10000"}
+        with client.stream("GET", f"/api/sessions/{session}/events", headers=headers) as stream:
+            lines = stream.iter_lines()
+            while next(lines) != "event: snapshot":
+                pass
+            assert json.loads(next(lines).removeprefix("data: "))["seq"] == 0
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": "Look around"})
+            while not next(lines).startswith("id: "):  # envelopes have ids, nothing else does
+                pass
+            envelope = json.loads(next(lines).removeprefix("data: "))
+    assert (envelope["seq"], envelope["type"]) == (1, "turn/start")
+
+
+def test_serve_on_the_ipv6_loopback(harness_home: Path) -> None:
+    """--host ::1 listens there and prints the URL with the address in brackets; the Host
+    allow-list reads `[::1]:PORT`, and another name is still 403."""
+    with serve(harness_home, "--host", "::1") as served, served.client() as client:
+        assert served.url.startswith("http://[::1]:")
+        assert client.get("/api/sessions").json() == {"sessions": []}
+        post = client.post("/api/sessions", json={"model": "demo"})
+        assert post.status_code == 201
+        assert client.get("/api/sessions", headers={"Host": "::1"}).status_code == 403
+    assert "warning" not in served.stderr

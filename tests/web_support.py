@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from test_cli_support import HARNESS, child_env, write_script
 
-URL_LINE = re.compile(r"harness web: (http://([\w.:]+):(\d+)/)\?token=(\S+)$")
+URL_LINE = re.compile(r"harness web: (http://([\w.]+|\[[\w:]+\]):(\d+)/)\?token=(\S+)$")
 
 
 @dataclass

@@ -46,7 +46,7 @@ def serve(args: Namespace) -> int:
     asgi = create_app(
         Hub(runtime), token=token, hosts=_hosts(args.host, port), dock=app.host.hooks.web_dock()
     )
-    print(f"harness web: http://{args.host}:{port}/?token={token}", flush=True)
+    print(f"harness web: http://{_authority(args.host, port)}/?token={token}", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"harness: warning: serving on {args.host}: anyone who can reach it and has the "
@@ -58,8 +58,9 @@ def serve(args: Namespace) -> int:
 
 
 def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        listener = socket.create_server((host, port), reuse_port=False)
+        listener = socket.create_server((host, port), family=family, reuse_port=False)
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return listener
@@ -73,7 +74,12 @@ def _hosts(host: str, port: int) -> list[str] | None:
     names = {host}
     if host in ("127.0.0.1", "localhost"):
         names |= {"127.0.0.1", "localhost"}
-    return [f"{name}:{port}" for name in sorted(names)]
+    return [_authority(name, port) for name in sorted(names)]
+
+
+def _authority(host: str, port: int) -> str:
+    """HOST:PORT as a URL and a Host header write it: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _demo_prompt() -> str:

@@ -178,6 +178,9 @@ async def _stream(
 ) -> AsyncIterator[ServerSentEvent]:
     """What the client missed (seq > last), then everything live; a reconnect resumes."""
     try:
+        # A client ahead of this log (it followed another log under this id) would wait for
+        # seqs that passed: it goes on from the newest, and the snapshot's seq tells it so.
+        last = min(last, backlog[-1].seq if backlog else -1)
         missed = [event for event in list(backlog) if event.seq > last]
         for event in missed:
             yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
@@ -243,8 +246,18 @@ async def _body(request: Request) -> dict[str, Any]:
         return {}
     try:
         body = json.loads(raw)
+        # The log stores UTF-8: a lone surrogate ("\ud800" is valid JSON) would fail the append
+        # of a turn already started, so it is refused here, before anything is written.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(exc.object[exc.start])
+        raise _Unprocessable(
+            f"the body is not valid Unicode (a lone surrogate U+{code:04X})"
+        ) from None
     except ValueError as exc:
         raise _Unprocessable(f"the body is not valid JSON ({exc})") from None
+    except RecursionError:  # the stdlib parser recurses once per level of nesting
+        raise _Unprocessable("the body is not valid JSON (nested too deeply)") from None
     if not isinstance(body, dict):
         raise _Unprocessable("the body must be a JSON object")
     return body
