@@ -14,8 +14,19 @@ import pytest
 from harness_core import __version__
 from test_cli_support import REPO, child_env, run_cli, session_ids, todo_call, write_script
 
-# Libraries a bare `--help` has no use for; each costs tens of milliseconds to import.
-HEAVY = ("pydantic", "pluggy", "rich", "openai", "httpx", "anyio", "orjson", "harness_tool_todo")
+# Libraries a bare `--help` has no use for; each costs tens of milliseconds to import, and
+# dataclasses (it loads inspect) several: once a tenth of `--help`.
+HEAVY = (
+    "pydantic",
+    "pluggy",
+    "rich",
+    "openai",
+    "httpx",
+    "anyio",
+    "orjson",
+    "harness_tool_todo",
+    "dataclasses",
+)
 
 
 def imported_after(*argv: str) -> list[str]:
