@@ -42,6 +42,24 @@ function el(tag, attrs = {}, text) {
 
 function status(text) { $("status").textContent = text || ""; }
 
+// Characters that change how a command reads without showing themselves: every format
+// character (Cf: bidi overrides and isolates, marks, zero-width ones) and the line separators.
+// A command is shown with each as a visible escape, so "Allow once" allows what it shows.
+const INVISIBLE = /[\p{Cf}\u2028\u2029]/gu;
+
+function visible(text) {
+  const fragment = document.createDocumentFragment();
+  let last = 0;
+  for (const match of text.matchAll(INVISIBLE)) {
+    fragment.append(text.slice(last, match.index));
+    const code = match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+    fragment.append(el("span", { class: "escaped", "data-testid": "escaped" }, `\\u{${code}}`));
+    last = match.index + match[0].length;
+  }
+  fragment.append(text.slice(last));
+  return fragment;
+}
+
 // -- Markdown, safely: a small subset built from DOM nodes, never innerHTML ------------------
 
 function inline(parent, text) {
@@ -97,7 +115,7 @@ function applyRow(row) {
   const node = state.rows.get(row.call_id);
   if (!node) return;
   node.dataset.state = row.state === "running" && state.questions.has(row.call_id) ? "waiting" : row.state;
-  node.querySelector("[data-testid=tool-summary]").textContent = summaryOf(row);
+  node.querySelector("[data-testid=tool-summary]").replaceChildren(visible(summaryOf(row)));
   node.querySelector("[data-testid=approval-note]").textContent = row.approval || "";
 }
 
@@ -111,7 +129,11 @@ function answer(callId, reply, buttons) {
 
 function askBox(question) {
   const box = el("div", { class: "approval", "data-testid": "approval" });
-  if (question.detail) box.append(el("pre", { "data-testid": "approval-detail" }, question.detail));
+  if (question.detail) {
+    const detail = el("pre", { "data-testid": "approval-detail" });
+    detail.append(visible(question.detail));
+    box.append(detail);
+  }
   const buttons = el("div", { class: "approval-buttons" });
   for (const [testid, reply, label] of [["allow", "once", "Allow once"],
       ["allow-session", "session", `Allow ${question.tool} for this session`], ["deny", "deny", "Deny"]]) {
@@ -139,7 +161,9 @@ function applyQuestions(questions) {
     if (!node) {
       const card = el("div", { class: "approval-card", "data-testid": "approval-card", "data-tool": question.tool });
       const where = question.session_id === state.id ? "" : " (in a subagent)";
-      card.append(el("div", {}, `${question.tool}${where} wants to run: ${question.summary}`), askBox(question));
+      const line = el("div");
+      line.append(visible(`${question.tool}${where} wants to run: ${question.summary}`));
+      card.append(line, askBox(question));
       cards.push(card);
     } else if (!state.questions.has(question.call_id) || !node.querySelector("[data-testid=approval]")) {
       node.dataset.state = "waiting";
