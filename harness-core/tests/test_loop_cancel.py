@@ -22,7 +22,9 @@ from harness_core.models import (
     ScriptedModel,
 )
 from harness_core.plugins import PluginHost
+from harness_core.tools import ExecContext, Tool, ToolResult
 from process_helpers import has_pid, poll, running
+from pydantic import BaseModel
 
 
 @pytest.fixture
@@ -129,10 +131,26 @@ async def test_cancel_from_outside_mid_tool_kills_the_command_and_answers_the_ca
     ]
 
 
+def record_finished(host: PluginHost, monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The ids of the calls whose tool has returned, each added as its result reaches the loop."""
+    finished: set[str] = set()
+    run = host.tools.run
+
+    async def recorded(tool: Tool[Any], args: BaseModel, exec_ctx: ExecContext) -> ToolResult:
+        result = await run(tool, args, exec_ctx)
+        # No await between here and the loop keeping the result: a poll sees both or neither.
+        finished.add(exec_ctx.call_id or "")
+        return result
+
+    monkeypatch.setattr(host.tools, "run", recorded)
+    return finished
+
+
 async def test_cancel_mid_batch_keeps_finished_results_in_call_order(
-    store: SessionStore, host: PluginHost, tmp_path: Path
+    store: SessionStore, host: PluginHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Calls that finished keep their results; the still-running one is interrupted."""
+    finished = record_finished(host, monkeypatch)
     started = tmp_path / "started"
     calls = [
         bash("echo quick", "a"),
@@ -149,8 +167,7 @@ async def test_cancel_mid_batch_keeps_finished_results_in_call_order(
 
     async with anyio.create_task_group() as group:
         group.start_soon(run)
-        await poll(lambda: has_pid(started))
-        await anyio.sleep(0.2)  # let the quick calls finish
+        await poll(lambda: has_pid(started) and finished == {"a", "c"})
         agent.cancel()
     assert outcomes == [TurnOutcome("cancelled", None, "cancelled", 1)]
     assert results(log.events) == [
