@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,16 @@ from test_cli_support import (
     todo_call,
     write_script,
 )
+
+
+def wait_for(terminal: Terminal, condition: Callable[[], bool], timeout: float = 30) -> None:
+    """Poll `condition`, which the program makes true without printing (no output to expect)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            terminal.kill()
+            raise AssertionError(f"the condition never held; the screen:\n{terminal.text}")
+        time.sleep(0.01)
 
 
 def test_piped_chat_runs_one_turn_a_line_on_one_session(tmp_path: Path, harness_home: Path) -> None:
@@ -80,23 +91,25 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(
 ) -> None:
     """On a terminal: Ctrl-C stops a long tool call; the next prompt runs; Ctrl-D leaves."""
     steps = [
-        {"tool_calls": [bash_call("sleep 60")]},
+        {"tool_calls": [bash_call("touch started; sleep 60")]},
         {"text": "After the cancel."},
     ]
-    terminal = Terminal("chat", "--model", write_script(tmp_path / "s.json", steps))
+    model = write_script(tmp_path / "s.json", steps)
+    terminal = Terminal("chat", "--model", model, cwd=tmp_path)
     terminal.expect("Ctrl-D or exit leaves")
     terminal.send(b"slow one\r")
-    terminal.expect("⋯ $ sleep 60")
-    # The line shows when the model asks for the call; give bash a moment to start, so the
-    # Ctrl-C lands on a running command (as a person's would), not on its fork.
-    time.sleep(1)
+    terminal.expect("⋯ $ touch started; sleep 60")
+    # The row shows when the model asks for the call; the file, once bash runs, so the Ctrl-C
+    # lands on a running command (as a person's would), not on its fork. It is in the
+    # session's workspace, which the sandbox shows.
+    wait_for(terminal, lambda: (tmp_path / "started").exists())
     terminal.send(b"\x03")
     terminal.expect(lambda t: t.lines[t.row_of("turn cancelled") + 1] == "›", timeout=10)
     terminal.send(b"next\r")
     terminal.expect(lambda t: t.lines[t.row_of("After the cancel.") + 1] == "›")
     terminal.send(b"\x04")  # only once the prompt is back: a terminal drops an early Ctrl-D
     assert terminal.wait(timeout=20) == 0, terminal.text
-    assert terminal.row_of("✗ $ sleep 60") < terminal.row_of("turn cancelled")
+    assert terminal.row_of("✗ $ touch started; sleep 60") < terminal.row_of("turn cancelled")
     (session,) = session_ids(harness_home)
     ends = [
         e["data"]["status"] for e in read_events(harness_home, session) if e["type"] == "turn/end"
