@@ -116,7 +116,7 @@ class Hooks:
     # -- host extension points -------------------------------------------------------------
 
     def cli_commands(self) -> list[tuple[str, Command]]:
-        """(plugin, command) for every command a plugin adds, in plugin load order."""
+        """(plugin, command) for every command a plugin adds, in call order."""
         return [
             (name, command)
             for name, result in self._isolated("harness_cli_commands", {})
@@ -132,7 +132,7 @@ class Hooks:
         return [(n, fold) for n, fold in self._isolated("harness_snapshot_fields", {}) if fold]
 
     def web_dock(self) -> list[tuple[str, DockEntry]]:
-        """(plugin, entry) for every web dock entry, in plugin load order."""
+        """(plugin, entry) for every web dock entry, in call order."""
         return [
             (name, entry)
             for name, result in self._isolated("harness_web_dock", {})
