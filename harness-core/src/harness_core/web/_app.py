@@ -151,7 +151,12 @@ def create_app(
     def api(handler: Handler) -> Handler:
         return _unprocessable(guard(handler))
 
+    async def unrouted(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return _error(status, "no such path" if status == 404 else "method not allowed")
+
     return Starlette(
+        exception_handlers={404: unrouted, 405: unrouted},  # JSON, like every other error
         routes=[
             Route("/", guard(index, api=False)),
             Route("/static/{name}", guard(asset, api=False)),
@@ -164,7 +169,7 @@ def create_app(
             Route("/api/sessions/{id}/turns", api(turns), methods=["POST"]),
             Route("/api/sessions/{id}/cancel", api(cancel), methods=["POST"]),
             Route("/api/sessions/{id}/approvals", api(approvals), methods=["POST"]),
-        ]
+        ],
     )
 
 
