@@ -15,7 +15,7 @@ import pytest
 from harness_core.cli import main
 from harness_core.cli._plain import PlainView
 from harness_core.hosts import Command, CommandContext, CommandError, DockEntry, StripLine, Styled
-from harness_core.log import Event, SessionLog, SessionStore
+from harness_core.log import Event, History, SessionLog, SessionStore, history_of
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost, hookimpl
 from harness_core.testing.pytest_plugin import FakeDistribution, RegisterPlugin
@@ -159,8 +159,9 @@ def test_harness_compaction_carry_texts_follow_the_summary_in_load_order(
             self.name, self.inject = name, ()
 
         @hookimpl
-        def harness_compaction_carry(self, end: int) -> str:
-            return f"{self.name} saw {end} events"
+        def harness_compaction_carry(self, history: History) -> str:
+            newest = history.latest(("session/start", "turn/start", "message/user"))
+            return f"{self.name} saw up to seq {newest.seq if newest else None}"
 
     class Broken:
         name = "broken"
@@ -179,7 +180,7 @@ def test_harness_compaction_carry_texts_follow_the_summary_in_load_order(
         summary = {"summary": "S", "first_seq": 1, "last_seq": 2, "model": "m"}
         log.append("context/compact", summary, turn=1)
         content = log.projection.request_messages()[1]["content"]
-    assert content.endswith("S\n\nfirst saw 3 events\n\nsecond saw 3 events")
+    assert content.endswith("S\n\nfirst saw up to seq 2\n\nsecond saw up to seq 2")
     assert "plugin 'broken' raised in harness_compaction_carry" in str(
         plugin_host.observer_errors[-1]
     )
@@ -277,11 +278,11 @@ def test_tryfirst_and_trylast_order_every_isolated_hook_and_harness_session_mcp_
     for name, marks in [*plugins, ("later", {"trylast": True})]:
         assert register_plugin(marked(name, seen, **marks)).status == "loaded"
     order = ["first", "plain", "last", "later"]
-    assert plugin_host.pm.hook.harness_compaction_carry(events=[], end=0) == order  # pluggy's
+    assert plugin_host.pm.hook.harness_compaction_carry(history=history_of([])) == order
     hooks = plugin_host.hooks
     hooks.event_appended(cast("SessionLog", None), Event(0, "session/start", "t", {}, None))
     assert seen == order
-    assert hooks.compaction_carry([], 0) == order
+    assert hooks.compaction_carry(history_of([])) == order
     assert [plugin for plugin, _ in hooks.cli_commands()] == order
     assert hooks.terminal_strips() == order
     assert [plugin for plugin, _ in hooks.snapshot_fields()] == order

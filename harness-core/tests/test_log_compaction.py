@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from harness_core.log import (
     SUMMARY_HEADER,
     ContextCompact,
-    Event,
     EventTypeRegistry,
+    History,
     SessionLog,
     SessionStore,
     derive_messages,
@@ -118,9 +118,11 @@ def test_what_plugins_carry_follows_the_summary(
     """The registry's carry sees only the events before the compaction; its texts follow."""
     seen: list[int] = []
 
-    def carry(events: Sequence[Event], end: int) -> list[str]:
-        seen.append(events[end - 1].seq)
-        return [f"carried up to seq {events[end - 1].seq}"]
+    def carry(history: History) -> list[str]:
+        newest = history.latest(("message/user", "message/assistant", "turn/start", "test/note"))
+        assert newest is not None
+        seen.append(newest.seq)
+        return [f"carried up to seq {newest.seq}"]
 
     registry = EventTypeRegistry(carry=carry)
     registry.declare(log_store.registry.get("test/note"))  # type: ignore[arg-type]

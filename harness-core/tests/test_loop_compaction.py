@@ -9,7 +9,14 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from harness_core.log import SUMMARY_HEADER, Event, SessionLog, SessionStore, derive_messages
+from harness_core.log import (
+    SUMMARY_HEADER,
+    Event,
+    SessionLog,
+    SessionStore,
+    derive_messages,
+    history_of,
+)
 from harness_core.loop import (
     SUMMARY_PROMPT,
     Agent,
@@ -108,7 +115,7 @@ async def test_replay_derives_byte_identical_requests(
     registry = store.registry
 
     def carry(compaction: Event) -> list[str]:
-        return registry.carried(events, compaction.seq)
+        return registry.carried(history_of(e for e in events if e.seq < compaction.seq))
 
     starts = [i for i, e in enumerate(events) if e.type == "message/assistant"]
     derived = [derive_messages(events[:i], registry.surface, carry=carry) for i in starts]

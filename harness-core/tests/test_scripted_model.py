@@ -242,3 +242,18 @@ async def test_each_conversation_is_checked_on_its_own() -> None:
     await model.respond([user("child task")], [])  # the child's own, shorter history
     parent += [tool(first.tool_calls[0].id)]
     assert (await model.respond(parent, [])).text == "end"
+
+
+async def test_a_model_played_for_a_user_keeps_no_requests() -> None:
+    """Without `record`, no request's list stays alive (each would hold a whole history) and
+    the checks of old conversations are let go; the history is still checked."""
+    model = ScriptedModel([{"text": str(n)} for n in range(20)], record=False)
+    for n in range(20):
+        history = [user(f"conversation {n}")]  # a new list: a compaction, or a subagent
+        await model.respond(history, [])
+    assert len(model._checks) <= 8
+    with pytest.raises(RuntimeError, match="record=True"):
+        model.requests  # noqa: B018
+    broken = ScriptedModel([{"text": "a"}], record=False)
+    with pytest.raises(ScriptError, match="does not follow"):
+        await broken.respond([user("x"), tool("nobody-called")], [])

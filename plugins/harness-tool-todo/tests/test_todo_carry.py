@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_core.log import SUMMARY_HEADER, Event, SessionStore
+from harness_core.log import SUMMARY_HEADER, Event, SessionStore, history_of
 from harness_core.loop import Agent, CompactionPolicy
 from harness_core.models import ScriptedModel
 from harness_core.models.openai_compat import OpenAICompatModel
@@ -45,16 +45,17 @@ def test_harness_compaction_carry_returns_the_latest_unfinished_plan_before_the_
         event(3, "turn/start", {}),
         event(4, "todo/write", {"todos": [{"content": "Later", "status": "pending"}]}),
     ]
-    assert harness_compaction_carry(events, 4) == CARRIED
-    assert harness_compaction_carry(events, 2) == f"{CARRIED_HEADER}\n- [pending] Old"
-    assert harness_compaction_carry(events, 1) is None
+    assert harness_compaction_carry(history_of(events[:4])) == CARRIED
+    assert harness_compaction_carry(history_of(events[:2])) == f"{CARRIED_HEADER}\n- [pending] Old"
+    assert harness_compaction_carry(history_of(events[:1])) is None
 
 
 def test_harness_compaction_carry_leaves_a_finished_plan_to_the_summary() -> None:
     """A list with nothing unfinished (or an emptied one) is not carried."""
     done = [{"content": "Fix the bug", "status": "completed"}]
-    assert harness_compaction_carry([event(0, "todo/write", {"todos": done})], 1) is None
-    assert harness_compaction_carry([event(0, "todo/write", {"todos": []})], 1) is None
+    finished = history_of([event(0, "todo/write", {"todos": done})])
+    assert harness_compaction_carry(finished) is None
+    assert harness_compaction_carry(history_of([event(0, "todo/write", {"todos": []})])) is None
 
 
 async def test_the_first_request_after_a_compaction_carries_the_standing_plan(

@@ -272,7 +272,7 @@ class _Session:
         self.running = False
         self.asks = policy == "ask"
         self._client_failed = False  # a failed question is reported once per session
-        self.conversation = Conversation()
+        self.conversation = Conversation(keep=False)  # live changes only; `replay` folds anew
         # Subagents share this Approval, so their questions reach the client on this session.
         approval = Approval(policy, self._ask)
         self.agent: Agent = app.agent(
@@ -280,7 +280,7 @@ class _Session:
         )
         # A turn a crashed process left open is closed first, so it replays as ended.
         self.agent.repair()
-        for event in log.events:
+        for event in log.history():
             self.conversation.apply(event)
         self._streamed: set[str] = set()  # delta kinds the current step already sent
         # Callbacks from the loop are synchronous; the queue keeps the updates in order and
@@ -307,7 +307,7 @@ class _Session:
     async def replay(self) -> None:
         """The conversation so far, as the client would have seen it live, then returns."""
         folded = Conversation()
-        for event in self.log.events:
+        for event in self.log.history():
             folded.apply(event)
         for entry in folded.entries:
             if entry.role == "user":

@@ -78,7 +78,7 @@ def demo(args: Namespace) -> int:
     app = App(home)
     mode = app.use_sandbox(None)
     script = demo_script()
-    scripted = ScriptedModel(script["steps"], name="scripted:demo")
+    scripted = ScriptedModel(script["steps"], name="scripted:demo", record=False)
     paced = sys.stdout.isatty() and not args.fast
     model: Model = PacedModel(scripted, STEP_DELAY, WORD_DELAY) if paced else scripted
     with app.writer(None) as log:

@@ -8,7 +8,7 @@ each, and turns their lines into plain text or rich `Text`, always through the s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..hosts import StripLine, TerminalStrip, clean
 from ..log import Event
@@ -32,7 +32,7 @@ class Pinned:
         self._strips: list[TerminalStrip] = []
         self._seq = -1
 
-    def bind(self, events: Sequence[Event]) -> None:
+    def bind(self, events: Iterable[Event]) -> None:
         """Fresh strips, caught up with `events` (a resumed session's history)."""
         self._strips = list(self._make())
         self._seq = -1

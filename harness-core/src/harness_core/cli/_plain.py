@@ -59,7 +59,7 @@ class Sessions:
 
     def apply(self, session: SessionLog, event: Event) -> tuple[Change, bool]:
         """What `event` changed in its session's conversation, and whether it is nested."""
-        conversation = self._by_session.setdefault(id(session), Conversation())
+        conversation = self._by_session.setdefault(id(session), Conversation(keep=False))
         return conversation.apply(event), self.main is not None and session is not self.main
 
     def running(self) -> list[tuple[ToolRow, bool]]:
@@ -134,7 +134,7 @@ class PlainView:
 
     def bind(self, session: SessionLog, *, replay: bool = True) -> None:
         self._sessions.main = session
-        self._pinned.bind(session.events if replay else ())
+        self._pinned.bind(session.history() if replay else ())
 
     def resumed(self) -> None:
         lines = self._pinned.plain()

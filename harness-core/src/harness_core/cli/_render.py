@@ -82,7 +82,7 @@ class LiveView:
 
     def bind(self, session: SessionLog, *, replay: bool = True) -> None:
         self._sessions.main = session
-        self._pinned.bind(session.events if replay else ())
+        self._pinned.bind(session.history() if replay else ())
 
     def resumed(self) -> None:
         lines = [strip_text(line) for line in self._pinned.lines()]

@@ -53,7 +53,8 @@ def session_view(
     if resumed:
         view.resumed()
     else:
-        view.on_event(log, log.events[0])
+        assert log.start is not None  # a new session: its session/start is committed
+        view.on_event(log, log.start)
     return view
 
 

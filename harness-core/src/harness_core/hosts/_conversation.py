@@ -91,11 +91,17 @@ class Change:
 
 
 class Conversation:
-    """One session's conversation, folded event by event."""
+    """One session's conversation, folded event by event.
 
-    __slots__ = ("_open", "entries", "rows", "session", "turn")
+    With `keep` False it remembers only the calls still open: a host that renders each change
+    as it comes (the terminal, the ACP bridge live) has no use for finished entries, and a
+    long session's would otherwise stay in memory for as long as the host runs.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_keep", "_open", "entries", "rows", "session", "turn")
+
+    def __init__(self, *, keep: bool = True) -> None:
+        self._keep = keep
         self.entries: list[Entry] = []
         self.rows: dict[str, ToolRow] = {}  # every call by id, for hosts that look one up
         self.turn = TurnState()
@@ -132,7 +138,8 @@ class Conversation:
         if kind == "message/user":
             self._close_open()
             entry = Entry("user", event.seq, event.turn, str(data.get("text", "")))
-            self.entries.append(entry)
+            if self._keep:
+                self.entries.append(entry)
             return Change("user", event, entry=entry)
         return self._structure(event)
 
@@ -170,8 +177,11 @@ class Conversation:
                     str(call.get("id")), str(call.get("name")), str(call.get("arguments"))
                 )
                 entry.rows.append(row)
-                self._open[row.call_id] = self.rows[row.call_id] = row
-        self.entries.append(entry)
+                self._open[row.call_id] = row
+                if self._keep:
+                    self.rows[row.call_id] = row
+        if self._keep:
+            self.entries.append(entry)
         return entry
 
     def _close_open(self) -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         UserMessage,
     )
     from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog, read_lines
+    from ._folds import History, history_of
     from ._invariants import InvariantViolation, dev_mode
     from ._listing import SessionSummary
     from ._lock import SessionLocked
@@ -71,6 +72,8 @@ _EXPORTS: Final = {
     "EventType": "_types",
     "EventTypeConflict": "_types",
     "EventTypeRegistry": "_types",
+    "History": "_folds",
+    "history_of": "_folds",
     "InvariantViolation": "_invariants",
     "LogWriteError": "_file",
     "MessageProjection": "_projection",
@@ -116,6 +119,7 @@ __all__ = [
     "EventType",
     "EventTypeConflict",
     "EventTypeRegistry",
+    "History",
     "InvariantViolation",
     "LogWriteError",
     "MessageProjection",
@@ -139,6 +143,7 @@ __all__ = [
     "derive_messages",
     "dev_mode",
     "find_latest",
+    "history_of",
     "last_event",
     "read_lines",
 ]

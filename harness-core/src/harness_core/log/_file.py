@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -22,6 +21,7 @@ import orjson
 
 from ..secret import current as current_secrets
 from ._envelope import EnvelopeError, Event, decode_line, now_ts
+from ._folds import Grants, Newest
 from ._index import SAVE_EVERY, TailIndex, forget_index, load_index, save_index
 from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
@@ -38,6 +38,7 @@ __all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lin
 logger = logging.getLogger("harness.log")
 
 _READ_BLOCK = 1024 * 1024  # `read_lines` parses and hands over a session this much at a time
+_GRANTS = frozenset({"message/assistant", "tool/approval"})  # the events `Grants` folds
 
 Listener = Callable[[Event], None]
 # An observer of appends that also needs to know the session (hosts, the loop's on_event).
@@ -144,15 +145,26 @@ def _unknown_types(types: set[str], registry: EventTypeRegistry) -> list[str]:
 
 
 class SessionLog:
-    """One session's event log, open for writing (locked) or reading."""
+    """One session's event log, open for writing (locked) or reading.
+
+    A reader holds every event (`events`). A writer holds none: only what its turns read
+    (the message projection, the newest event of each type, the session's grants and its
+    session/start), so its memory follows the model's history, not the session's length;
+    anything older is read back from the file on demand (`history`).
+    """
 
     def __init__(self, path: Path, registry: EventTypeRegistry, fd: int | None) -> None:
         self.path = path
         self.registry = registry
         self._fd = fd
-        self.events: list[Event] = []
+        self._events: list[Event] | None = None if fd is not None else []
         self.problems: list[str] = []
         self.projection = MessageProjection(registry.surface, self._carried)
+        self.newest = Newest()
+        self.grants = Grants()
+        self._carry: dict[int, list[str]] = {}  # compaction seq -> what plugins carry, until folded
+        self.start: Event | None = None  # session/start
+        self._last_seq = -1
         self.listeners: list[Listener] = []
         self.committed_seq = -1
         self._size = 0  # bytes of complete lines; the file never holds a partial line past it
@@ -244,7 +256,7 @@ class SessionLog:
             else:
                 message = f"ignoring {len(whole.torn)} bytes after the last newline"
                 self.problems.insert(0, message)
-        self.committed_seq = self.events[-1].seq if self.events else -1
+        self.committed_seq = self._last_seq
         if self._fd is not None:
             self._adopt_index()
             if dev_mode():
@@ -256,26 +268,42 @@ class SessionLog:
         scans back past `_index_start` for anything older)."""
         self._index_start = self._index_saved = self._size
         index = load_index(self.path)
-        if index is None or not self.events or self._fd is None:
+        if index is None or self._last_seq < 0 or self._fd is None:
             return
         if index.size < self._size:  # appended after the last save: a writer that crashed
             index = caught_up(self._fd, index, self._size)
-        if index is not None and (index.size, index.seq) == (self._size, self.events[-1].seq):
+        if index is not None and (index.size, index.seq) == (self._size, self._last_seq):
             self._index_start, self._latest = index.start, index.latest
 
-    def _ingest(self, lines: Iterable[bytes], first_seq: int) -> None:
+    def _ingest(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
         # Replay allocates one container per JSON object and keeps every one of them: the
         # cyclic collector would rescan the growing heap again and again for nothing, which
         # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
         with _gc_paused():
             events, problems = parse_lines(lines, first_seq, self._lines + 1)
-            # In `self.events` before the fold: a compaction asks what came before it there.
-            self.events.extend(events)
+            if self._events is not None:
+                self._events.extend(events)
+            for event in events:
+                self._fold(event)
             self.projection.fold_all(events)  # opening yields a ready projection
         problems += _unknown_types({e.type for e in events}, self.registry)
         for problem in problems:
             logger.warning("%s: %s", self.path.name, problem)
         self.problems.extend(problems)
+        return events
+
+    def _fold(self, event: Event) -> None:
+        """Fold one event, in seq order, into what the log keeps besides the projection."""
+        kind = event.type
+        if kind == "context/compact":
+            # Fixed now, from the events before it: the projection folds it later (lazily).
+            self._carry[event.seq] = self.registry.carried(self.newest.frozen())
+        elif kind in _GRANTS:
+            self.grants.fold(event)
+        elif kind == "session/start" and self.start is None:
+            self.start = event
+        self.newest.fold(event)
+        self._last_seq = event.seq
 
     def _move_torn_tail_aside(self, torn: bytes, good: int) -> None:
         """Save the bytes after the last newline next to the session, then cut them off."""
@@ -293,21 +321,40 @@ class SessionLog:
             handle.seek(self._size)
             chunk = handle.read()
         good = chunk.rfind(b"\n") + 1
-        before = len(self.events)
-        if good:
-            lines = chunk[:good].split(b"\n")
-            lines.pop()  # the empty string after the final newline
-            self._ingest(lines, self.next_seq)
-            self._size += good
-            self._lines += len(lines)
-            self.committed_seq = self.events[-1].seq if self.events else -1
-        return self.events[before:]
+        if not good:
+            return []
+        lines = chunk[:good].split(b"\n")
+        lines.pop()  # the empty string after the final newline
+        events = self._ingest(lines, self.next_seq)
+        self._size += good
+        self._lines += len(lines)
+        self.committed_seq = self._last_seq
+        return events
 
     # -- writing ---------------------------------------------------------------------------
 
     @property
     def next_seq(self) -> int:
-        return self.events[-1].seq + 1 if self.events else 0
+        return self._last_seq + 1
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event, oldest first. A reader holds them; a writer reads them back from its
+        file each time (see the class), which is for inspection, never a turn's path."""
+        return self._events if self._events is not None else list(self.history())
+
+    def history(self) -> Iterator[Event]:
+        """Every event, oldest first, a block of the file at a time for a writer."""
+        if self._events is not None:
+            yield from self._events
+            return
+        with os.fdopen(open_regular(self.path), "rb") as handle:
+            expected = 0
+            for block in _WholeLines(handle, handle.readline()).blocks():
+                events, _ = parse_lines(block, expected)  # problems were reported on open
+                if events:
+                    expected = events[-1].seq + 1
+                yield from events
 
     @property
     def writable(self) -> bool:
@@ -324,8 +371,7 @@ class SessionLog:
         fd = self._fd
         if fd is None:
             raise ReadOnlyLog(f"session {self.path.stem} was opened read-only")
-        events = self.events
-        seq = events[-1].seq + 1 if events else 0
+        seq = self._last_seq + 1
         ts = now_ts()
         data = self._payload_json(type, payload)
         # The envelope is built here rather than through Event.to_json: same
@@ -366,7 +412,7 @@ class SessionLog:
         self._size += written
         if checker is not None:
             checker.fold(event)
-        events.append(event)
+        self._fold(event)
         self.projection.apply(event)
         if self.listeners:
             # Each observer gets its own copy, parsed back from the line just written:
@@ -395,16 +441,16 @@ class SessionLog:
 
     def commit(self) -> None:
         """Make every appended event durable (fdatasync)."""
-        if self._fd is None or not self.events or self.committed_seq == self.events[-1].seq:
+        if self._fd is None or self.committed_seq == self._last_seq:
             return
         _datasync(self._fd)
-        self.committed_seq = self.events[-1].seq
+        self.committed_seq = self._last_seq
         if self._size - self._index_saved >= SAVE_EVERY:
             self._save_index()
 
     def _save_index(self) -> None:
         """Save the tail index up to here: only after a commit, so it covers durable lines."""
-        index = TailIndex(self._index_start, self._size, self.events[-1].seq, self._latest)
+        index = TailIndex(self._index_start, self._size, self._last_seq, self._latest)
         save_index(self.path, index)
         self._index_saved = self._size
 
@@ -415,17 +461,12 @@ class SessionLog:
         return self.path.stem
 
     def _carried(self, compaction: Event) -> list[str]:
-        """What plugins carry across `compaction`, from the events before it."""
-        end = bisect_left(self.events, compaction.seq, key=_seq)
-        return self.registry.carried(self.events, end)
+        """What plugins carry across `compaction` (fixed when it was folded, see `_fold`)."""
+        return self._carry.pop(compaction.seq, [])
 
-    def latest(self, types: Iterable[str]) -> Event | None:
-        """The newest event of one of `types` (or of `types`, a str), scanning back from the end."""
-        wanted = frozenset((types,) if isinstance(types, str) else types)
-        for event in reversed(self.events):
-            if event.type in wanted:
-                return event
-        return None
+    def latest(self, types: Iterable[str] | str) -> Event | None:
+        """The newest event of one of `types` (or of `types`, a str)."""
+        return self.newest.latest(types)
 
     def close(self) -> None:
         """Commit what was appended and release the writer lock."""
@@ -463,9 +504,9 @@ class _WholeLines:
         self.torn = b""
 
     def __iter__(self) -> Iterator[bytes]:
-        return chain.from_iterable(self._blocks())
+        return chain.from_iterable(self.blocks())
 
-    def _blocks(self) -> Iterator[list[bytes]]:
+    def blocks(self) -> Iterator[list[bytes]]:
         lines = [self.first]
         while lines:
             if not lines[-1].endswith(b"\n"):  # only the file's last line can lack one
@@ -474,10 +515,6 @@ class _WholeLines:
             self.size += sum(map(len, lines))
             yield lines
             lines = self.handle.readlines(_READ_BLOCK)
-
-
-def _seq(event: Event) -> int:
-    return event.seq
 
 
 def _check_header(path: Path, buf: bytes, *, writable: bool) -> None:

@@ -12,16 +12,16 @@ asks for it (the write path validating an append), so the query commands never p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, cast
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ._envelope import Event
+    from ._folds import History
 
-# (events, end) -> what plugins carry across a compaction whose history is events[:end].
-CarryProvider = Callable[[Sequence["Event"], int], list[str]]
+# The history before a compaction -> what plugins carry across it.
+CarryProvider = Callable[["History"], list[str]]
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -130,9 +130,9 @@ class EventTypeRegistry:
         self._pending = pending
         self._carry = carry
 
-    def carried(self, events: Sequence[Event], end: int) -> list[str]:
-        """What survives a compaction whose history before it is `events[:end]`."""
-        return self._carry(events, end) if self._carry is not None else []
+    def carried(self, history: History) -> list[str]:
+        """What survives a compaction, given the history before it."""
+        return self._carry(history) if self._carry is not None else []
 
     def _settle(self) -> None:
         pending, self._pending = self._pending, None

@@ -131,7 +131,8 @@ class Agent:
 
     @property
     def cwd(self) -> str | None:
-        cwd = self.session.events[0].data.get("cwd") if self.session.events else None
+        start = self.session.start
+        cwd = start.data.get("cwd") if start is not None else None
         return cwd if isinstance(cwd, str) and cwd else None
 
     def append(self, type: str, payload: BaseModel | dict[str, Any]) -> None:
@@ -150,7 +151,7 @@ class Agent:
             raise RuntimeError(
                 "a child agent needs the session store: build the Agent with store=store"
             )
-        start = self.session.events[0].data
+        start = self.session.start.data if self.session.start is not None else {}
         with self.store.create(
             system_prompt=start.get("system_prompt"),
             cwd=start.get("cwd"),
@@ -167,7 +168,7 @@ class Agent:
                 store=self.store,
                 compaction=self.compaction,
                 approval=self.approval,
-                granted=self._grants.tools(self.session.events),
+                granted=self._grants.tools(self.session),
             )
             outcome = await child.run_turn(task)
         return ChildOutcome(log.session_id, outcome.status, outcome.text, outcome.error)
@@ -504,7 +505,7 @@ class Agent:
             call.arguments,
         )
         async with self._deciding:
-            granted = tool.name in self._grants.tools(self.session.events)
+            granted = tool.name in self._grants.tools(self.session)
             decision = await self.approval.decide(request, granted)
             self.append(
                 "tool/approval",

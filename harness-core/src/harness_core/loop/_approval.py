@@ -10,12 +10,12 @@ resume. See docs/security.md.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
-    from ..log import ApprovalBy, ApprovalDecision, ApprovalScope, Event
+    from ..log import ApprovalBy, ApprovalDecision, ApprovalScope, SessionLog
 
 __all__ = [
     "POLICIES",
@@ -115,37 +115,14 @@ def denied_text(tool: str, reason: str) -> str:
 
 
 class SessionGrants:
-    """The tools a user allowed for the session, folded from its `tool/approval` events.
-
-    Folded incrementally: each call reads only the events appended since the last one. A
-    subagent's session starts with its parent's grants (`inherited`): the person who allowed
-    bash for the session also allowed it for the subagents that session starts.
+    """The tools a user allowed for the session: those its log folded from its `tool/approval`
+    events (`SessionLog.grants`), and those it started with. A subagent's session starts with
+    its parent's grants (`inherited`): the person who allowed bash for the session also
+    allowed it for the subagents that session starts.
     """
 
     def __init__(self, inherited: frozenset[str] = frozenset()) -> None:
-        self._tools: set[str] = set(inherited)
-        self._calls: dict[str, str] = {}  # call id -> tool, for the latest assistant message
-        self._read = 0
+        self._inherited = inherited
 
-    def tools(self, events: Sequence[Event]) -> frozenset[str]:
-        for event in events[self._read :]:
-            self._fold(event)
-        self._read = len(events)
-        return frozenset(self._tools)
-
-    def _fold(self, event: Event) -> None:
-        data = event.data
-        if event.type == "message/assistant":
-            calls = data.get("tool_calls") or ()
-            self._calls = {
-                str(c.get("id")): str(c.get("name")) for c in calls if isinstance(c, dict)
-            }
-        elif (
-            event.type == "tool/approval"
-            and data.get("decision") == "allow"
-            and data.get("by") == "user"
-            and data.get("scope") == "session"
-        ):
-            tool = self._calls.get(str(data.get("call_id")))
-            if tool is not None:
-                self._tools.add(tool)
+    def tools(self, session: SessionLog) -> frozenset[str]:
+        return self._inherited | session.grants.tools

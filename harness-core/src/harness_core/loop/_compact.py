@@ -76,7 +76,7 @@ async def request_summary(
     Raises NothingToCompact, or ModelError when the model fails or answers with anything
     but text (a scripted model must answer with a `text` step).
     """
-    span = session.projection.compaction_range(keep, session.events[-1].seq)
+    span = session.projection.compaction_range(keep, session.next_seq - 1)
     if span is None:
         raise NothingToCompact(f"session {session.session_id} has nothing to compact yet")
     prefix = session.projection.request_messages()[: span.messages]

@@ -50,7 +50,7 @@ def build_model(spec: str, options: Mapping[str, Any], env: Mapping[str, str]) -
 
         if not rest:
             raise ModelConfigError("scripted needs a script file: --model scripted:PATH")
-        return ScriptedModel.from_file(Path(rest))
+        return ScriptedModel.from_file(Path(rest), record=False)
     preset = PRESETS.get(provider)
     if preset is None:
         return None

@@ -65,20 +65,29 @@ def _read_script(path: Path) -> str:
 class ScriptedModel:
     """Answers each request with the next scripted step, streaming its text word by word."""
 
-    def __init__(self, steps: Sequence[Mapping[str, Any]], *, name: str = "scripted") -> None:
+    def __init__(
+        self, steps: Sequence[Mapping[str, Any]], *, name: str = "scripted", record: bool = True
+    ) -> None:
+        """`record`: keep every request for `requests` (tests); a host playing a script for a
+        user passes False, since a request keeps its whole message list alive, compacted
+        history included, for as long as the model lives."""
         if not isinstance(steps, list | tuple):
             raise ScriptError(f"{name}: the steps must be a list, got {type(steps).__name__}")
         self.name = name
         self._steps = [_parse_step(step, index, name) for index, step in enumerate(steps)]
         self._next = 0
+        self._record = record
+        self._asked = 0
         self._requests: list[tuple[list[Message], int]] = []
         self.tools: list[dict[str, Any]] = []  # the tool schemas of the latest request
         # One check per conversation: a subagent shares this model with its parent but sends
-        # its own session's list. Keyed by the list's identity, which `_requests` keeps alive.
-        self._checks: dict[int, _HistoryCheck] = {}
+        # its own session's list. Keyed by the list's identity, kept alive beside its check
+        # so the id cannot be reused; without `record`, only the latest few lists are kept
+        # (a compaction starts a new list, which gets a new check).
+        self._checks: dict[int, tuple[list[Message], _HistoryCheck]] = {}
 
     @classmethod
-    def from_file(cls, path: Path) -> ScriptedModel:
+    def from_file(cls, path: Path, *, record: bool = True) -> ScriptedModel:
         """Load a script file; every problem is a ScriptError naming the file and step."""
         try:
             document = json.loads(_read_script(path))
@@ -88,10 +97,12 @@ class ScriptedModel:
             raise ScriptError(f"script {path} is not valid JSON: {exc}") from None
         except RecursionError:  # the stdlib parser recurses once per level of nesting
             raise ScriptError(f"script {path} is not valid JSON (nested too deeply)") from None
-        return cls.from_document(document, name=f"script {path}")
+        return cls.from_document(document, name=f"script {path}", record=record)
 
     @classmethod
-    def from_document(cls, document: object, *, name: str = "scripted") -> ScriptedModel:
+    def from_document(
+        cls, document: object, *, name: str = "scripted", record: bool = True
+    ) -> ScriptedModel:
         """A script already parsed from JSON: `{"steps": [...]}`.
 
         Other top-level keys (a description, the demo's "prompt") are left to the caller.
@@ -99,11 +110,13 @@ class ScriptedModel:
         """
         if not isinstance(document, dict) or not isinstance(document.get("steps"), list):
             raise ScriptError(f'{name} must be a JSON object with a "steps" list')
-        return cls(document["steps"], name=name)
+        return cls(document["steps"], name=name, record=record)
 
     @property
     def requests(self) -> list[list[Message]]:
-        """The message list of each request so far, exactly as it was sent."""
+        """The message list of each request so far, exactly as it was sent (`record`)."""
+        if not self._record:
+            raise RuntimeError(f"{self.name} keeps no requests: build it with record=True")
         return [messages[:length] for messages, length in self._requests]
 
     @property
@@ -125,24 +138,39 @@ class ScriptedModel:
         tools: list[dict[str, Any]],
         on_delta: DeltaSink | None = None,
     ) -> ModelResponse:
-        number = len(self._requests) + 1
+        self._asked += 1
+        number = self._asked
         if self._next >= len(self._steps):
             raise ScriptError(
                 f"{self.name} has {len(self._steps)} steps and the loop asked for step "
                 f"{self._next + 1}: end the script with a text-only step"
             )
-        self._checks.setdefault(id(messages), _HistoryCheck()).request(messages, number)
+        self._check(messages).request(messages, number)
         step = self._steps[self._next]
         self._next += 1
         # Keep a reference and a length, not a copy: copying would make every step's cost
         # grow with the history. The projection only ever appends to the list.
-        self._requests.append((messages, len(messages)))
+        if self._record:
+            self._requests.append((messages, len(messages)))
         self.tools = tools
         if on_delta is not None and step.text:
             for word in _WORDS.findall(step.text):
                 on_delta("text", word)
                 await checkpoint()  # a host may cancel mid-stream, as with a real model
         return step
+
+    def _check(self, messages: list[Message]) -> _HistoryCheck:
+        """The check of the conversation `messages` belongs to (a new one for a new list)."""
+        known = self._checks.pop(id(messages), None)
+        if known is None:
+            known = (messages, _HistoryCheck())
+            if not self._record and len(self._checks) >= _UNRECORDED_CHECKS:
+                del self._checks[next(iter(self._checks))]  # the least recently asked
+        self._checks[id(messages)] = known  # last: the most recently asked
+        return known[1]
+
+
+_UNRECORDED_CHECKS: Final = 8  # conversations checked at once without `record`
 
 
 class _HistoryCheck:

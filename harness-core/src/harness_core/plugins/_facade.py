@@ -22,7 +22,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
-    from ..log import Event, EventType, SessionLog
+    from ..log import Event, EventType, History, SessionLog
     from ..models import Model
     from ._context import PluginContext
 
@@ -104,9 +104,9 @@ class Hooks:
         for _ in self._isolated("harness_event_appended", kwargs):
             pass
 
-    def compaction_carry(self, events: Sequence[Event], end: int) -> list[str]:
-        """Each plugin's text that survives a compaction, in plugin load order."""
-        kwargs = {"events": events, "end": end}
+    def compaction_carry(self, history: History) -> list[str]:
+        """Each plugin's text that survives a compaction, in call order."""
+        kwargs = {"history": history}
         return [text for _, text in self._isolated("harness_compaction_carry", kwargs) if text]
 
     def model(self, spec: str, options: dict[str, Any]) -> Model | None:

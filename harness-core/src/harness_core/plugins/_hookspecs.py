@@ -18,7 +18,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
-    from ..log import Event, EventType, SessionLog
+    from ..log import Event, EventType, History, SessionLog
     from ..models import Model
     from ._context import PluginContext
 
@@ -75,16 +75,17 @@ def harness_model(spec: str, options: dict[str, Any]) -> Model | None:
 
 
 @hookspec
-def harness_compaction_carry(events: Sequence[Event], end: int) -> str | None:
+def harness_compaction_carry(history: History) -> str | None:
     """Add to what survives a compaction: text the model keeps when its history is summarized.
 
-    `events[:end]` is the session's history before a `context/compact` event. Return a short
-    text for the model (the todo plugin returns the current plan while it has unfinished
-    items), or None. The message projection renders every plugin's text after the summary,
-    in call order (plugin load order; `tryfirst` first, `trylast` last), on the live session
-    and on every replay alike: answer from `events[:end]` alone, the same way each time, so
-    a replay derives the messages the live session sent. Called once per compaction when a
-    session's messages are folded; a plugin that raises is reported and skipped.
+    `history` is the session as it stood before a `context/compact` event:
+    `history.latest(types)` is the newest event of those types before it. Return a short text
+    for the model (the todo plugin returns the current plan while it has unfinished items),
+    or None. The message projection renders every plugin's text after the summary, in call
+    order (plugin load order; `tryfirst` first, `trylast` last), on the live session and on
+    every replay alike: answer from `history` alone, the same way each time, so a replay
+    derives the messages the live session sent. Called once per compaction, as the log folds
+    it; a plugin that raises is reported and skipped.
     """
 
 

@@ -22,7 +22,7 @@ from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
     from harness_core.hosts import Command, DockEntry, SnapshotFields, TerminalStrip
-    from harness_core.log import Event, EventType
+    from harness_core.log import Event, EventType, History
     from harness_core.plugins import PluginContext
 
     from ._model import TodoConfig, TodoItem, TodoWriteArgs, TodoWritePayload, count
@@ -107,12 +107,12 @@ def harness_register_tools(ctx: PluginContext) -> None:
 
 
 @hookimpl
-def harness_compaction_carry(events: Sequence[Event], end: int) -> str | None:
+def harness_compaction_carry(history: History) -> str | None:
     from ._carry import carried_plan
 
     # The plan survives a compaction verbatim, so the model continues it instead of
     # re-planning from a summary that may have blurred it.
-    return carried_plan(events, end)
+    return carried_plan(history)
 
 
 @hookimpl

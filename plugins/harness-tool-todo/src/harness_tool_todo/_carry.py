@@ -7,10 +7,9 @@ unfinished items is carried: a finished plan is history, and the summary covers 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Final
 
-from harness_core.log import Event
+from harness_core.log import History
 
 from ._vocabulary import EVENT_TYPE
 from .projections import todos_of
@@ -23,17 +22,14 @@ CARRIED_HEADER: Final = (
 )
 
 
-def carried_plan(events: Sequence[Event], end: int) -> str | None:
-    """The latest list in `events[:end]` with its statuses, or None when nothing is unfinished.
-
-    Scans back from `end` to the latest write, so its cost is the distance to that write.
-    """
-    for index in range(end - 1, -1, -1):
-        event = events[index]
-        if event.type == EVENT_TYPE:
-            todos = todos_of(event)
-            if all(todo.status == "completed" for todo in todos):
-                return None
-            lines = [f"- [{todo.status}] {todo.content}" for todo in todos]
-            return "\n".join([CARRIED_HEADER, *lines])
-    return None
+def carried_plan(history: History) -> str | None:
+    """The latest list before the compaction with its statuses, or None when nothing is
+    unfinished (the store's latest-event query: no scan, whatever the session's length)."""
+    event = history.latest(EVENT_TYPE)
+    if event is None:
+        return None
+    todos = todos_of(event)
+    if all(todo.status == "completed" for todo in todos):
+        return None
+    lines = [f"- [{todo.status}] {todo.content}" for todo in todos]
+    return "\n".join([CARRIED_HEADER, *lines])
