@@ -46,7 +46,10 @@ BODIES: Final = st.one_of(
     st.integers(1, 5000).map(lambda depth: b"[" * depth + b"]" * depth),
 )
 SEGMENT: Final = st.binary(max_size=12).map(lambda raw: quote(raw, safe=""))  # any bytes
-HEADER: Final = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30)
+# printable ASCII; h11 (both ends) refuses a value with whitespace around it before it is sent
+HEADER: Final = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30).map(
+    str.strip
+)
 
 
 @pytest.fixture(scope="module")
