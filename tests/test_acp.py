@@ -86,6 +86,11 @@ def prompt(text: str) -> list[Any]:
     return [text_block(text)]
 
 
+def not_json(constant: str) -> Any:
+    """json.loads' hook for NaN and Infinity, which Python reads and JSON does not have."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 def update_kind(message: dict[str, Any]) -> str | None:
     """The `sessionUpdate` of a session/update notification (None for any other message)."""
     if message.get("method") != "session/update":
@@ -101,7 +106,9 @@ class RawBridge:
     must be JSON (`read` fails on one that is not).
     """
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(
+        self, tmp_path: Path, *args: str, env: dict[str, str | None] | None = None
+    ) -> None:
         self.stderr_path = tmp_path / "acp-stderr.txt"
         with self.stderr_path.open("ab") as stderr:
             self.process = subprocess.Popen(
@@ -109,7 +116,7 @@ class RawBridge:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                env=child_env(),
+                env=child_env(env),
             )
         self._lines: queue.Queue[bytes] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -143,8 +150,9 @@ class RawBridge:
         return self._next_id
 
     def read(self, timeout: float = 30) -> dict[str, Any]:
+        """The next message; strict JSON (NaN or Infinity would fail a client's parser)."""
         line = self._lines.get(timeout=timeout)
-        message: dict[str, Any] = json.loads(line)
+        message: dict[str, Any] = json.loads(line, parse_constant=not_json)
         return message
 
     def until(self, found: Callable[[dict[str, Any]], bool], timeout: float = 30) -> dict[str, Any]:
@@ -394,6 +402,10 @@ RAW = [
     '{"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "CWD", "mcpServers": []}}',
     '{"jsonrpc": "2.0", "id": 5, "method": "session/nothing"}',
     '{"jsonrpc": "2.0", "id": 6, "method": "session/new", "params": {"cwd": "relative/dir", "mcpServers": []}}',
+    '{"jsonrpc": "2.0", "id": 7, "method": "session/list", "params": {"cwd": NaN}}',
+    '{"jsonrpc": "2.0", "id": 8, "method": "session/new", "params": {"cwd": "CWD", "mcpServers": "\\udc80"}}',
+    '{"jsonrpc": "2.0", "method": "session/cancel", "params": 5}',
+    '{"jsonrpc": "2.0", "method": "harness/unknown_notification"}',
 ]
 
 NOISY = """
@@ -424,17 +436,26 @@ def test_raw_stdio_every_line_is_json_rpc(
     )
     assert result.returncode == 0, result.stderr
     assert "noisy plugin on sys.stdout" in result.stderr and "noisy plugin on fd 1" in result.stderr
-    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    # The bad notification is one warning line; the unknown one is ignored, as JSON-RPC says.
+    (warning,) = [line for line in result.stderr.splitlines() if "noisy plugin" not in line]
+    assert warning.startswith("harness: warning: ACP: Unhandled error while handling notification")
+    messages = [json.loads(line, parse_constant=not_json) for line in result.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     errors = [(m["id"], m["error"]["code"]) for m in messages if "error" in m]
-    assert errors == [
-        (None, -32700),
-        (None, -32600),
-        (1, -32600),
-        (3, -32602),
-        (5, -32601),
-        (6, -32602),
-    ]
+    assert sorted(errors, key=str) == sorted(
+        [
+            (None, -32700),
+            (None, -32600),
+            (1, -32600),
+            (3, -32602),
+            (5, -32601),
+            (6, -32602),
+            (None, -32700),  # NaN is no JSON, and an answer echoing it would not be either
+            (8, -32602),  # the answer echoes the lone surrogate, escaped
+        ],
+        key=str,
+    )
+    assert '"input":"\\udc80"' in result.stdout  # UTF-8 cannot hold it; a JSON escape can
     answered = {m["id"]: m["result"] for m in messages if "result" in m}
     assert answered[2]["agentCapabilities"]["loadSession"] is True
     assert answered[2]["agentInfo"]["name"] == "harness"

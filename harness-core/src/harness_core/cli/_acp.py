@@ -24,7 +24,7 @@ import threading
 from argparse import Namespace
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from ._app import App
+from ._app import App, _StderrLines
 
 if TYPE_CHECKING:
     from ..loop import Policy
@@ -35,6 +35,8 @@ logger = logging.getLogger("harness.acp")
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INTERNAL_ERROR: Final = -32603
 # ACP messages nest a handful of levels; this leaves room for any `_meta` a client adds and
 # keeps every later step (validation, an error echoing the params, json.dumps) far from
 # Python's recursion limit.
@@ -70,6 +72,7 @@ async def _serve(
 
     from ._acp_bridge import Bridge
 
+    _report_sdk_errors()
     bridge = Bridge(app, model_flag, policy)
     lines = _Lines(protocol_in, protocol_out)
     # Bridge implements only the methods it serves (see _acp_bridge), so it is not the SDK's
@@ -90,6 +93,29 @@ async def _serve(
         # Cancels the prompts still running: their turns close on the log before this returns.
         await connection.close()
         await bridge.aclose()
+
+
+def _report_sdk_errors() -> None:
+    """The SDK logs a handler's failure on the root logger with a traceback, which Python's
+    last-resort handler prints raw: one `harness: warning: ACP: ...` line each instead."""
+    handler = _StderrLines()
+    handler.addFilter(_sdk_record)
+    logging.getLogger().addHandler(handler)
+
+
+def _sdk_record(record: logging.LogRecord) -> bool:
+    """Whether to print `record`, made one line; a notification for a method the bridge does
+    not serve is dropped, since JSON-RPC ignores it (the SDK logs it as a failure)."""
+    from acp import RequestError  # loaded by the bridge by now
+
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, RequestError) and exc.code == METHOD_NOT_FOUND:
+        return False
+    if record.name == "root":  # the SDK's own: say whose, and why
+        why = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        record.msg, record.args = f"ACP: {record.getMessage()}{why}", ()
+        record.levelno, record.levelname = logging.WARNING, "WARNING"  # the bridge goes on
+    return True
 
 
 class _Lines:
@@ -143,7 +169,14 @@ class _Lines:
     async def send(self, message: dict[str, Any]) -> None:
         if self._closed:
             return
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            data = _encode(message)
+        except (TypeError, ValueError, RecursionError) as exc:
+            if "method" in message or "id" not in message:
+                raise  # the bridge's own request or notification: its sender is told
+            # An answer still answers its request (a float that overflowed to inf, say).
+            reason = f"Internal error: the answer is not JSON: {exc}"
+            data = _encode(_error(message["id"], INTERNAL_ERROR, reason))
         view = memoryview(data)
         try:
             while view:
@@ -162,7 +195,7 @@ class _Lines:
 def _parse(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(message, None) for a well-formed JSON-RPC message, else (None, the error to answer)."""
     try:
-        message = json.loads(line)
+        message = json.loads(line, parse_constant=_not_json)
     except RecursionError:  # the parser recurses per level: the line, not the bridge, is at fault
         return None, _error(None, PARSE_ERROR, "Parse error: nested too deeply to read")
     except ValueError as exc:
@@ -185,6 +218,21 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
             request_id, INVALID_REQUEST, 'Invalid Request: needs "jsonrpc": "2.0" and a "method"'
         )
     return message, {}
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    """One line of strict JSON (no NaN); a lone surrogate the client sent is escaped."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # "\udc80" in a client's string, echoed by an error message
+        return json.dumps(message, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _not_json(constant: str) -> object:
+    """Python reads NaN and Infinity; JSON has neither, and an answer echoing one would not be
+    JSON either."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _deeper_than(value: object, limit: int) -> bool:
