@@ -131,7 +131,13 @@ lines = st.one_of(
     deep_lines(),
     st.binary(max_size=200),  # not UTF-8, not JSON, or by chance both
     st.integers(4000, 6000).map(lambda digits: b'{"jsonrpc":"2.0","id":' + b"9" * digits + b"}"),
-    st.sampled_from([b'{"jsonrpc":"2.0","id":1,"method":"session/list","params":{"cwd":NaN}}']),
+    st.sampled_from(
+        [
+            b'{"jsonrpc":"2.0","id":1,"method":"session/list","params":{"cwd":NaN}}',
+            # 1e400 is JSON, read as inf, which an error echoing the params cannot write back
+            b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":1e400}}',
+        ]
+    ),
 ).map(lambda line: line.replace(b"\n", b" "))
 
 
