@@ -27,7 +27,7 @@ import queue
 from pathlib import Path
 from typing import Any, Final
 
-from harness_core.cli._acp import MAX_DEPTH, _deeper_than
+from harness_core.acp._transport import MAX_DEPTH, _deeper_than
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_acp import RawBridge, not_json

@@ -72,8 +72,7 @@ def write_turn(log: SessionLog, prompt: str) -> int:
     turn/start, user, assistant with two calls (commit), a note, both results (commit),
     the answer (commit), turn/end (commit). Returns the turn number.
     """
-    last = log.latest(("turn/start",))
-    turn = (last.turn or 0) + 1 if last is not None else 1
+    turn = log.next_turn
     log.append("turn/start", {}, turn=turn)
     log.append("message/user", UserMessage(text=prompt), turn=turn)
     log.commit()

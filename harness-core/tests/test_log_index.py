@@ -50,8 +50,7 @@ def index_file(log_path: Path) -> Path:
 
 def append_turn(log: SessionLog, *, note: str | None = None, filler: int = 1) -> None:
     """One turn: `filler` long user messages, a note when given, committed at its end."""
-    last = log.latest(("turn/start",))
-    turn = (last.turn or 0) + 1 if last is not None else 1
+    turn = log.next_turn
     log.append("turn/start", {}, turn=turn)
     for _ in range(filler):
         log.append("message/user", UserMessage(text=FILLER), turn=turn)

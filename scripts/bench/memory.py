@@ -42,9 +42,9 @@ def child(steps: int, window: int | None) -> None:
     from harness_core.cli._app import App
     from harness_core.cli._run import run_session, session_view
     from harness_core.loop import SUMMARY_PROMPT
-    from harness_core.models import ModelResponse, ResponseToolCall
+    from harness_core.models import ModelBase, ModelResponse, ResponseToolCall
 
-    class Plan:
+    class Plan(ModelBase):
         """`steps - 1` todo_write steps, then a text answer; summaries answered in text."""
 
         name = "bench:plan"
@@ -69,13 +69,12 @@ def child(steps: int, window: int | None) -> None:
             return ModelResponse(tool_calls=(call,), usage=usage)
 
     app = App()
-    with app.writer(None) as log, open(os.devnull, "w") as sink:
+    with open(os.devnull, "w") as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            view = session_view(app, log, json_lines=False, echo_prompt=True, resumed=False)
-            (outcome,) = run_session(
-                app, log, Plan(), view, ["Do the eight tasks."], app.approval("auto", None)
-            )
+            session = app.open(None, Plan(), approval=app.approval("auto", None))
+            view = session_view(app, session, json_lines=False, echo_prompt=True, resumed=False)
+            (outcome,) = run_session(session, view, ["Do the eight tasks."])
         finally:
             sys.stdout = stdout
     if outcome.status != "completed":

@@ -10,6 +10,11 @@
    append time (`ts`) to its arrival.
 3. 20 sessions running scripted turns at once in one server against a single session: the
    per-step time of the concurrent run within 2x of the single one.
+4. While one client opens a 100,000-event session (the host reads and folds it for the first
+   time), another client lists the sessions every 10 ms: that client's p99 under 50 ms.
+5. 1,000 sessions opened one after another (a tail page each): the server's RSS after the
+   1,000th within 2x of its RSS after the 50th (idle sessions are evicted past
+   `web_sessions`).
 
 A step is a `todo_write` call (log-only, no subprocess), so the host's own work dominates.
 Everything runs against a real `harness serve` on loopback, driven by httpx.
@@ -152,6 +157,52 @@ async def run_turns(served: Served, sessions: int) -> float:
             await asyncio.sleep(0.05)
 
 
+async def listing_while_opening(served: Served, big: int) -> float:
+    """p99 of GET /api/sessions, in seconds, while the big session is opened."""
+    session = write_session(served.home, big)
+    headers = {"Authorization": f"Bearer {served.token}"}
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=120) as client:
+        opening = asyncio.create_task(
+            client.get(f"/api/sessions/{session}/history", params={"limit": 50})
+        )
+        while not opening.done() or len(latencies) < 20:
+            started = time.perf_counter()
+            (await client.get("/api/sessions")).raise_for_status()
+            latencies.append(time.perf_counter() - started)
+            await asyncio.sleep(0.01)
+        (await opening).raise_for_status()
+    p99 = sorted(latencies)[int(len(latencies) * 0.99)]
+    print(
+        f"listing while a {big:,}-event session opens: {len(latencies)} requests, "
+        f"p99 {p99 * 1000:.1f} ms (goal < 50 ms)"
+    )
+    return p99
+
+
+def rss_of(process: Any) -> int:
+    """Resident set size of a process in kB (Linux)."""
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1])
+
+
+def rss_over_sessions(served: Served, count: int) -> float:
+    """RSS after `count` sessions opened one after another, over RSS after the first 50."""
+    ids = [write_session(served.home, 200) for _ in range(count)]
+    after: dict[int, int] = {}
+    with served.client() as client:
+        for n, session in enumerate(ids, 1):
+            client.get(f"/api/sessions/{session}/history", params={"limit": 50}).raise_for_status()
+            if n in (50, count):
+                after[n] = rss_of(served.process)
+    ratio = after[count] / after[50]
+    print(
+        f"memory: RSS after 50 sessions {after[50] / 1024:.1f} MB, after {count} "
+        f"{after[count] / 1024:.1f} MB -> {ratio:.2f}x (goal <= 2x)"
+    )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -177,6 +228,10 @@ def main() -> None:
         f"concurrency: 1 session {single * 1e6:.0f} us/step, 20 sessions {many * 1e6:.0f} "
         f"us/step -> {many / single:.2f}x (goal <= 2x)"
     )
+    with serve(root / "open") as served:
+        asyncio.run(listing_while_opening(served, big))
+    with serve(root / "many-sessions") as served:
+        rss_over_sessions(served, 300 if quick else 1000)
     shutil.rmtree(root, ignore_errors=True)
 
 

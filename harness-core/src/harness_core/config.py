@@ -147,6 +147,7 @@ class Settings:
     sandbox_shm_size: int | None = None
     sandbox_memory: int | None = None
     sandbox_processes: int | None = None
+    web_sessions: int | None = None
     approval: str | None = None
 
 
@@ -167,6 +168,7 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "sandbox_shm_size": (_size, _SIZE_KIND),
     "sandbox_memory": (_size, _SIZE_KIND),
     "sandbox_processes": (_count, "a whole number, 0 or more (0: no cap)"),
+    "web_sessions": (_positive_int, "a positive number of sessions"),
     "approval": (_choice("ask", "auto", "deny"), "ask, auto or deny"),
 }
 

@@ -20,6 +20,7 @@ from harness_core.tools import ExecContext, ToolRegistry
 from harness_tool_mcp._config import McpConfig
 from harness_tool_mcp._naming import MAX_NAME, tool_name
 from harness_tool_mcp._result import to_tool_result
+from harness_tool_mcp._server import _closed
 from harness_tool_mcp._tool import McpTool
 from pydantic import ValidationError
 
@@ -211,7 +212,12 @@ async def test_a_server_that_died_between_calls_is_started_by_the_next_call(load
     _, registry = await load({"tiny": server()})
     first = await call(registry, "tiny__pid", "{}")
     os.kill(int(first.text), signal.SIGKILL)
-    await anyio.sleep(1)  # the connection's reader sees the end of the pipe
+    (tiny,) = {id(t.server): t.server for t in _mcp_tools(registry)}.values()
+    deadline = anyio.current_time() + 20
+    # Until the connection's reader has seen the end of the pipe: what the next call looks at
+    # (the SDK's private flag, pinned by this very test: see _server._closed).
+    while not _closed(tiny._session) and anyio.current_time() < deadline:  # noqa: ASYNC110
+        await anyio.sleep(0.01)
     again = await call(registry, "tiny__pid", "{}")
     assert not again.is_error and again.text != first.text
 

@@ -17,8 +17,7 @@ NewAgent = Callable[[], Agent]
 
 def open_turn(agent: Agent) -> int:
     """Open the next turn on `agent`'s session the way the loop does (turn/start + user)."""
-    last = agent.session.latest(("turn/start",))
-    turn = (last.turn or 0) + 1 if last is not None else 1
+    turn = agent.session.next_turn
     if agent.turn is not None:
         agent.session.append("turn/end", {"status": "completed"}, turn=agent.turn)
     agent.session.append("turn/start", {}, turn=turn)

@@ -1,10 +1,9 @@
 """One invocation's wiring, and the error boundary every command runs inside.
 
-`App` builds what the commands share, in the order docs/architecture.md describes: the config
-of HARNESS_HOME (`ConfiguredHome`: all that `sessions` needs), a plugin host with the built-in
-plugin and every installed plugin registered (their event types and tools materialise when a
-command first needs them), the session store, and on demand a model and an agent. `dispatch`
-turns each expected failure into one line on stderr and a non-zero exit status.
+`App` is the session runtime of one command (`harness_core.runtime`: the config, the plugin
+host, the store, the models; `ConfiguredHome` alone is all `sessions` needs) plus what a
+plugin's command gets from the CLI. `dispatch` turns each expected failure into one line on
+stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -17,20 +16,14 @@ import traceback
 from argparse import Namespace
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO, cast
+from typing import TYPE_CHECKING, Final, TextIO
 
 from .. import secret
-from ..config import Config, ConfigError
 from ..hosts import one_line
-from ..log import NotASession, SessionLocked, SessionNotFound, SessionStore, default_home
+from ..runtime._runtime import ConfiguredHome, Runtime, describe_failure, utf8_text
 
-if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
-    from ..log import Event, EventSink, SessionLog
-    from ..loop import Agent, Approval, Asker, CompactionPolicy, Policy
-    from ..models import DeltaSink, Model
-    from ..plugins import PluginHost
-    from ..tools import ToolRegistry
-    from ..tools.sandbox import Limits
+if TYPE_CHECKING:
+    from ..log import Event
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -41,6 +34,7 @@ __all__ = [
     "dispatch",
     "guarded",
     "install_log_handler",
+    "needs_extra",
     "utf8_text",
 ]
 
@@ -63,11 +57,6 @@ COMMANDS: Final = {
     "sandbox-check": ("_plugins", "sandbox_check"),
 }
 
-NO_MODEL: Final = (
-    "no model chosen: pass --model SPEC (scripted:PATH, openai:MODEL or deepseek:MODEL), "
-    'set HARNESS_MODEL, or add model = "SPEC" to {config}'
-)
-
 
 class CliError(Exception):
     """An expected failure: printed as one line on stderr, with exit status `status`."""
@@ -77,31 +66,9 @@ class CliError(Exception):
         self.status = status
 
 
-# Failures a user can act on: their message is the whole story, no traceback. The models'
-# errors, the plugin host's and a plugin command's CommandError join them in `_expected`, which
-# imports them only when something failed (`sessions` never loads the plugin host).
-_EXPECTED: Final = (
-    CliError,
-    ConfigError,
-    NotASession,
-    SessionLocked,
-    SessionNotFound,
-    OSError,
-)
-
-
-def _or(value: int | None, default: int) -> int:
-    return default if value is None else value
-
-
 def _expected(exc: Exception) -> bool:
-    from ..hosts import CommandError
-    from ..models import ModelError
-    from ..models._presets import ModelConfigError
-    from ..plugins import PluginLoadError
-
-    expected = (*_EXPECTED, CommandError, ModelConfigError, ModelError, PluginLoadError)
-    return isinstance(exc, expected)
+    """A failure a user can act on: its one line is the whole story, no traceback."""
+    return isinstance(exc, CliError) or describe_failure(exc) is not None
 
 
 def dispatch(args: Namespace) -> int:
@@ -137,12 +104,21 @@ def guarded(command: Callable[[], int]) -> int:
         return EXIT_ERROR
 
 
+def needs_extra(extra: str, *modules: str) -> None:
+    """A CliError naming the extra to install when a host's libraries are missing: an
+    embedding program gets the loop without the web server or the ACP SDK."""
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CliError(
+            f"this command needs the {extra} extra ({', '.join(missing)} is not installed): "
+            f"pip install 'harness-core[{extra}]'"
+        )
+
+
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, SessionNotFound):
-        return f"{exc.args[0] if exc.args else exc}; `harness sessions` lists the sessions"
-    if isinstance(exc, OSError) and not isinstance(exc, SessionLocked) and exc.filename:
-        return f"{exc.strerror or exc}: {exc.filename}"
-    return str(exc) or type(exc).__name__
+    return describe_failure(exc) or str(exc) or type(exc).__name__
 
 
 def _error(message: str) -> None:
@@ -158,23 +134,6 @@ def _to_stderr(text: str) -> None:
     """Every line harness itself writes to stderr, with secret values redacted."""
     sys.stderr.write(secret.current().redact(text))
     sys.stderr.flush()
-
-
-def utf8_text(text: str, what: str, fix: str) -> str:
-    """`text` if it can be stored as UTF-8, else a CliError naming the first bad character.
-
-    Undecodable bytes of a command-line argument, stdin or a file name reach Python as lone
-    surrogates (surrogateescape); the log, which is UTF-8 JSON, cannot hold them.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        code = ord(text[exc.start])
-        bad = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
-        raise CliError(
-            f"{what} is not valid UTF-8 ({bad} at character {exc.start}); {fix}"
-        ) from None
-    return text
 
 
 class _StderrLines(logging.Handler):
@@ -207,40 +166,9 @@ def install_log_handler(*, quiet_plugins: bool) -> None:
     )
 
 
-class ConfiguredHome:
-    """HARNESS_HOME and its config, checked, with the secrets the config names installed."""
-
-    def __init__(self, home: Path | None = None) -> None:
-        self.home = home if home is not None else default_home()
-        self.config = Config.load(self.home)
-        # Checked before anything is created: a bad setting leaves no half-made session.
-        self.settings = self.config.settings()
-        secret.install(
-            secret.Secrets(
-                os.environ, secret_env=self.settings.secret_env, pass_env=self.settings.pass_env
-            )
-        )
-
-
-class App(ConfiguredHome):
-    """HARNESS_HOME, its config, the plugin host and the session store of one invocation.
-
-    It is also what a plugin's command gets as its `CommandContext`.
-    """
-
-    def __init__(self, home: Path | None = None) -> None:
-        super().__init__(home)
-        from .. import builtins  # the plugins load here, not when a command module imports this
-        from ..plugins import PluginHost
-
-        self.host: PluginHost = PluginHost(self.config)
-        builtins.add_to(self.host)
-        self.host.load_entry_points()  # `harness plugins` reads the records off the host
-        # Every append to a session this store writes reaches the plugins' observers, whoever
-        # appends it: session/start, a turn's events, a subagent's session.
-        self.store = SessionStore(
-            self.home, self.host.event_types, on_append=self.host.hooks.event_appended
-        )
+class App(Runtime):
+    """The runtime of one invocation (`harness_core.runtime`), and what a plugin's command gets
+    as its `CommandContext`."""
 
     # -- CommandContext --------------------------------------------------------------------
 
@@ -253,169 +181,3 @@ class App(ConfiguredHome):
 
     def read_events(self, session_id: str) -> Sequence[Event]:
         return self.reader(session_id).events
-
-    # -- the sandbox -----------------------------------------------------------------------
-
-    def use_sandbox(self, flag: str | None) -> str:
-        """Install the sandbox bash runs in (--sandbox, else HARNESS_SANDBOX / config
-        `sandbox`, else `workspace` where bubblewrap works) and return its mode. A fallback
-        to `off` is one warning line; an explicit `workspace` that cannot run is an error."""
-        from ..tools import sandbox
-
-        try:
-            chosen, warning = sandbox.resolve(
-                flag, self.settings.sandbox, self.settings.sandbox_network, self.sandbox_limits()
-            )
-        except sandbox.SandboxUnavailable as exc:
-            raise CliError(str(exc)) from None
-        if warning is not None:
-            logging.getLogger("harness.sandbox").warning("%s", warning)
-        sandbox.install(chosen)
-        return chosen.mode
-
-    def sandbox_limits(self) -> Limits:
-        """The sandbox's caps: each setting where set, else its default."""
-        from ..tools.sandbox import Limits
-
-        settings, default = self.settings, Limits()
-        return Limits(
-            tmp=_or(settings.sandbox_tmp_size, default.tmp),
-            shm=_or(settings.sandbox_shm_size, default.shm),
-            memory=_or(settings.sandbox_memory, default.memory),
-            processes=_or(settings.sandbox_processes, default.processes),
-        )
-
-    # -- approval --------------------------------------------------------------------------
-
-    def approval(self, flag: str | None, asker: Asker | None) -> Approval:
-        """The approval policy (`approval_policy`) with the host's way to ask, `asker`.
-
-        `ask` where nobody can be asked refuses every call with effects outside the log; it
-        says so once, here, and each refusal tells the model why.
-        """
-        from ..loop import Approval
-
-        policy = self.approval_policy(flag)
-        if policy == "ask" and asker is None:
-            logging.getLogger("harness.approval").warning(
-                "approval is ask but nobody can be asked here (no terminal): calls with effects "
-                "outside the log will be refused; --approval auto lets them run"
-            )
-        return Approval(policy, asker)
-
-    def approval_policy(self, flag: str | None, *, interactive: bool | None = None) -> Policy:
-        """--approval, else HARNESS_APPROVAL / config `approval`, else `ask` when a person is
-        at the input (`interactive`; by default, whether stdin is a terminal) and `auto`
-        otherwise. `harness acp` passes its protocol input: its fd 0 is /dev/null by then."""
-        if interactive is None:
-            interactive = sys.stdin.isatty()
-        chosen = flag or self.settings.approval or ("ask" if interactive else "auto")
-        return cast("Policy", chosen)  # argparse and the config check allow nothing else
-
-    # -- the model -------------------------------------------------------------------------
-
-    def model_spec(self, flag: str | None) -> str:
-        """`--model`, else HARNESS_MODEL / config `model`, else a one-line error."""
-        spec = flag or self.settings.model
-        if not spec:
-            where = self.config.path or self.home / "config.toml"
-            raise CliError(NO_MODEL.format(config=where))
-        return spec
-
-    def model(self, flag: str | None, base_url: str | None) -> Model:
-        spec = self.model_spec(flag)
-        # Tools register first: a bad [plugins.builtins] setting is then reported before a
-        # model or a session exists, instead of after the session was created.
-        self.host.tools  # noqa: B018
-        options = {
-            "base_url": base_url,
-            "timeout": self.settings.model_timeout,
-            "retries": self.settings.model_retries,
-        }
-        model = self.host.hooks.model(spec, options)
-        if model is None:
-            from ..models._presets import known_providers
-
-            providers = ", ".join(f"{p}:" for p in known_providers())
-            raise CliError(
-                f"no installed plugin provides the model {spec!r}; built-in providers: "
-                f"{providers} (`harness plugins` lists the installed plugins)"
-            )
-        return model
-
-    # -- sessions and agents ---------------------------------------------------------------
-
-    def system_prompt(self) -> str | None:
-        if self.settings.system_prompt is not None:
-            return self.settings.system_prompt
-        from ..loop import DEFAULT_SYSTEM_PROMPT
-
-        return DEFAULT_SYSTEM_PROMPT
-
-    def max_steps(self) -> int:
-        from ..loop import DEFAULT_MAX_STEPS
-
-        return self.settings.max_steps or DEFAULT_MAX_STEPS
-
-    def compaction(self, model: Model) -> CompactionPolicy:
-        """`compact_at` and `context_window` from the settings; the model's own window else.
-
-        `context_window` is a number of tokens for any model, or a table of them by model
-        name (`[context_window]` with `"deepseek:MODEL" = 65536`).
-        """
-        from ..loop import DEFAULT_COMPACT_AT, CompactionPolicy
-
-        window = self.settings.context_window
-        if isinstance(window, dict):
-            window = window.get(model.name)
-        return CompactionPolicy(
-            context_window=window, compact_at=self.settings.compact_at or DEFAULT_COMPACT_AT
-        )
-
-    def writer(self, session_id: str | None) -> SessionLog:
-        """The session to write: an existing one (locked), or a new one for this cwd.
-
-        The settings were checked when the App was built; what is checked here is text the
-        log cannot store, before a session is created for it.
-        """
-        if session_id is not None:
-            return self.store.open(session_id)
-        # The log stores text as UTF-8; a name Python decoded with surrogateescape cannot be
-        # stored, and the bash tool would run in a different directory if it were mangled.
-        cwd = utf8_text(
-            os.getcwd(),
-            "the working directory's name",
-            "run harness from a directory whose path is valid UTF-8",
-        )
-        system_prompt = self.system_prompt()
-        if system_prompt is not None:
-            utf8_text(system_prompt, "system_prompt (or HARNESS_SYSTEM_PROMPT)", "fix it")
-        return self.store.create(system_prompt=system_prompt, cwd=cwd)
-
-    def reader(self, session_id: str) -> SessionLog:
-        """A session opened for reading: no lock, so it works while a writer runs."""
-        return self.store.open(session_id, writable=False)
-
-    def agent(
-        self,
-        log: SessionLog,
-        model: Model,
-        on_event: EventSink,
-        on_delta: DeltaSink | None,
-        approval: Approval | None = None,
-        tools: ToolRegistry | None = None,
-    ) -> Agent:
-        """An agent on `log` with the host's tools, or `tools` (a session's own, over them)."""
-        from ..loop import Agent
-
-        return Agent(
-            log,
-            model,
-            tools if tools is not None else self.host.tools,
-            max_steps=self.max_steps(),
-            store=self.store,
-            on_event=on_event,
-            on_delta=on_delta,
-            compaction=self.compaction(model),
-            approval=approval,
-        )

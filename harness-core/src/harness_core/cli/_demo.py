@@ -20,9 +20,8 @@ from typing import Any, Final
 
 import anyio
 
-from ..log import SessionLog
 from ..loop import Approval
-from ..models import DeltaSink, Model, ModelResponse, ScriptedModel
+from ..models import DeltaSink, Model, ModelBase, ModelResponse, ScriptedModel
 from ._app import App
 from ._run import run_session, session_view, turn_status
 
@@ -42,7 +41,7 @@ def demo_script() -> dict[str, Any]:
     return script
 
 
-class PacedModel:
+class PacedModel(ModelBase):
     """A scripted model slowed down for a human: a pause before each step, words one by one."""
 
     def __init__(self, inner: ScriptedModel, step_delay: float, word_delay: float) -> None:
@@ -52,7 +51,7 @@ class PacedModel:
         self.word_delay = word_delay
 
     @property
-    def remaining(self) -> int:
+    def remaining(self) -> int:  # type: ignore[override]  # a script always knows
         return self.inner.remaining
 
     async def respond(
@@ -81,13 +80,13 @@ def demo(args: Namespace) -> int:
     scripted = ScriptedModel(script["steps"], name="scripted:demo", record=False)
     paced = sys.stdout.isatty() and not args.fast
     model: Model = PacedModel(scripted, STEP_DELAY, WORD_DELAY) if paced else scripted
-    with app.writer(None) as log:
-        view = session_view(app, log, json_lines=False, echo_prompt=True, resumed=False)
-        view.note(SANDBOXED if mode == "workspace" else UNSANDBOXED)
-        # Hands-free: the script's commands are fixed and harmless, so no question is asked.
-        outcomes = run_session(app, log, model, view, [script["prompt"]], Approval("auto"))
-        status = turn_status(outcomes[-1], model)
-        view.note(next_steps(log, app.home if temporary else None))
+    # Hands-free: the script's commands are fixed and harmless, so no question is asked.
+    session = app.open(None, model, approval=Approval("auto"))
+    view = session_view(app, session, json_lines=False, echo_prompt=True, resumed=False)
+    view.note(SANDBOXED if mode == "workspace" else UNSANDBOXED)
+    outcomes = run_session(session, view, [script["prompt"]])
+    status = turn_status(outcomes[-1], model)
+    view.note(next_steps(session.id, app.home if temporary else None))
     return status
 
 
@@ -96,12 +95,11 @@ def _model_hint() -> str:
     return os.environ.get("DEEPSEEK_MODEL") or "MODEL"
 
 
-def next_steps(log: SessionLog, temporary_home: Path | None) -> str:
+def next_steps(sid: str, temporary_home: Path | None) -> str:
     """The exact commands that inspect and continue the demo session."""
     env = f"HARNESS_HOME={shlex.quote(str(temporary_home))} " if temporary_home else ""
     # Under `uv run` (scripts/demo) the console script is on uv's PATH, not the user's.
     harness = f"{env}{'uv run harness' if os.environ.get('UV') else 'harness'}"
-    sid = log.session_id
     where = f" in {temporary_home}" if temporary_home else ""
     return "\n".join(
         [

@@ -11,9 +11,9 @@ from types import ModuleType
 from typing import Final
 
 from .. import secret
-from ..log import Event, SessionLog
-from ..loop import Approval, TurnOutcome
+from ..loop import TurnOutcome
 from ..models import Model
+from ..runtime import SessionRuntime
 from ._app import EXIT_CANCELLED, App, CliError, utf8_text
 from ._ask import Questions
 from ._turns import TurnDriver, TurnView, choose_view, loop_thread, unconsumed_steps
@@ -32,22 +32,24 @@ def run(args: Namespace) -> int:
     app.use_sandbox(args.sandbox)
     questions = terminal_questions()
     approval = app.approval(args.approval, questions.ask if questions else None)
-    with app.writer(args.session) as log:
-        view = session_view(
-            app, log, json_lines=args.json, echo_prompt=True, resumed=args.session is not None
-        )
-        outcome = run_session(app, log, model, view, [prompt], approval, questions)
-        if not args.json:
-            view.note(f"session {log.session_id} · continue it: {resume_command(log)}")
+    session = app.open(args.session, model, approval=approval)
+    view = session_view(
+        app, session, json_lines=args.json, echo_prompt=True, resumed=args.session is not None
+    )
+    outcome = run_session(session, view, [prompt], questions)
+    if not args.json:
+        view.note(f"session {session.id} · continue it: {resume_command(session.id)}")
     return turn_status(outcome[-1], model)
 
 
 def session_view(
-    app: App, log: SessionLog, *, json_lines: bool, echo_prompt: bool, resumed: bool
+    app: App, session: SessionRuntime, *, json_lines: bool, echo_prompt: bool, resumed: bool
 ) -> TurnView:
-    """The view of a session about to run turns (run, chat, demo): bound to it, and caught
-    up with what it already holds: a resumed session's pinned strips, or a new session's
-    session/start, which SessionStore.create appended before anyone was watching."""
+    """The view of a session about to run turns (run, chat, demo): bound to it, caught up
+    with what it already holds (a resumed session's pinned strips, or a new session's
+    session/start, which was appended before anyone was watching), and observing it."""
+    log = session.log
+    assert log is not None  # the terminal holds its session's writer for the whole command
     view = choose_view(app, json_lines=json_lines, echo_prompt=echo_prompt)
     view.bind(log)
     if resumed:
@@ -55,6 +57,7 @@ def session_view(
     else:
         assert log.start is not None  # a new session: its session/start is committed
         view.on_event(log, log.start)
+    session.observe(view.on_event, view.on_delta)
     return view
 
 
@@ -64,19 +67,16 @@ def terminal_questions() -> Questions | None:
 
 
 def run_session(
-    app: App,
-    log: SessionLog,
-    model: Model,
+    session: SessionRuntime,
     view: TurnView,
     prompts: list[str],
-    approval: Approval,
     questions: Questions | None = None,
 ) -> list[TurnOutcome]:
-    """Run `prompts` as consecutive turns on `log`, rendered by `view` (run and demo)."""
+    """Run `prompts` as consecutive turns of `session`, rendered by `view` (run and demo);
+    the session is closed after."""
     outcomes = []
-    with loop_thread(model) as running:
-        agent = app.agent(log, model, view.on_event, view.on_delta, approval)
-        driver = TurnDriver(running, agent, view, questions)
+    with loop_thread(session) as running:
+        driver = TurnDriver(running, session, view, questions)
         for prompt in prompts:
             outcomes.append(driver.run(prompt, report=False))
             if outcomes[-1].status != "completed":
@@ -99,8 +99,8 @@ def turn_status(outcome: TurnOutcome, model: Model) -> int:
     return 0
 
 
-def resume_command(log: SessionLog) -> str:
-    return f"harness run --session {log.session_id} PROMPT"
+def resume_command(session_id: str) -> str:
+    return f"harness run --session {session_id} PROMPT"
 
 
 def _prompt(raw: str) -> str:
@@ -129,31 +129,25 @@ def chat(args: Namespace) -> int:
     questions = terminal_questions()
     approval = app.approval(args.approval, questions.ask if questions else None)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    with (
-        app.writer(args.session) as log,
-        loop_thread(model) as running,
-        _history(app.home, interactive),
-    ):
+    session = app.open(args.session, model, approval=approval)
+    with loop_thread(session) as running, _history(app.home, interactive):
         view = session_view(
             app,
-            log,
+            session,
             json_lines=False,
             echo_prompt=not interactive,
             resumed=args.session is not None,
         )
         if interactive:
-            view.note(f"session {log.session_id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
-        agent = app.agent(log, model, view.on_event, view.on_delta, approval)
-        driver = TurnDriver(running, agent, view, questions)
+            view.note(f"session {session.id} · Ctrl-C cancels a turn · Ctrl-D or exit leaves")
+        driver = TurnDriver(running, session, view, questions)
         outcomes = []
         for prompt in _prompts(interactive):
             if prompt.strip() == COMPACT_WORD:
                 _compact_in_chat(driver, view)
             else:
                 outcomes.append(driver.run(prompt, report=True))
-        view.note(
-            f"session {log.session_id} · continue it: harness chat --session {log.session_id}"
-        )
+        view.note(f"session {session.id} · continue it: harness chat --session {session.id}")
     failed = [o for o in outcomes if o.status in ("error", "max_steps")]
     if failed:
         raise CliError(f"{len(failed)} of {len(outcomes)} turns ended with an error (shown above)")
@@ -167,10 +161,12 @@ def compact(args: Namespace) -> int:
     """`harness compact ID`: one line naming how many events were summarized."""
     app = App()
     model = app.model(args.model, args.base_url)
-    with app.writer(args.id) as log, loop_thread(model) as running:
+    session = app.open(args.id, model)
+    with loop_thread(session) as running:
         view = choose_view(app, json_lines=False, echo_prompt=False)
-        view.bind(log)
-        summarized = TurnDriver(running, app.agent(log, model, _quiet, None), view).compact()
+        assert session.log is not None  # held for the command
+        view.bind(session.log)
+        summarized = TurnDriver(running, session, view).compact()
     if summarized is None:
         raise CliError("the compaction was cancelled; the session is unchanged", EXIT_CANCELLED)
     print(f"context compacted: {summarized} events summarized")
@@ -186,10 +182,6 @@ def _compact_in_chat(driver: TurnDriver, view: TurnView) -> None:
         return
     if summarized is None:
         view.note("the compaction was cancelled; the session is unchanged")
-
-
-def _quiet(session: SessionLog, event: Event) -> None:
-    """`harness compact` prints its own one line, not the events it appends."""
 
 
 def _prompts(interactive: bool) -> Iterator[str]:

@@ -9,7 +9,8 @@ import sys
 from argparse import Namespace
 from typing import TYPE_CHECKING, Final
 
-from ._app import App, CliError
+from ..runtime import SetupError
+from ._app import App, CliError, needs_extra
 
 if TYPE_CHECKING:
     from ..models import Model
@@ -20,31 +21,28 @@ DEMO: Final = "demo"  # the model spec of the embedded demo script
 
 
 def serve(args: Namespace) -> int:
-    from ..web import Hub, WebRuntime, create_app, run_server
+    needs_extra("web", "starlette", "uvicorn", "sse_starlette")
+    from ..web import MAX_SESSIONS, Hub, WebRuntime, create_app, run_server
 
     app = App()
     app.use_sandbox(args.sandbox)
     default = args.model or app.settings.model
-    runtime = WebRuntime(
-        store=app.store,
-        tools=app.host.tools,
-        snapshot_fields=app.host.hooks.snapshot_fields,
+    web = WebRuntime(
+        runtime=app,
         make_model=lambda spec: _model(app, spec, default),
         default_model=default,
-        max_steps=app.max_steps(),
-        system_prompt=app.system_prompt(),
         cwd=os.getcwd(),
         demo_prompt=_demo_prompt(),
-        compaction=app.compaction,
         # the page can always ask: under `ask` each call with effects outside the log waits
         approval=lambda asker: app.approval(args.approval, asker),
         hands_free=lambda spec: (spec or default) == DEMO,
+        max_sessions=app.settings.web_sessions or MAX_SESSIONS,
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]
     token = os.environ.get("HARNESS_WEB_TOKEN") or secrets.token_urlsafe(24)
     asgi = create_app(
-        Hub(runtime), token=token, hosts=_hosts(args.host, port), dock=app.host.hooks.web_dock()
+        Hub(web), token=token, hosts=_hosts(args.host, port), dock=app.host.hooks.web_dock()
     )
     print(f"harness web: http://{_authority(args.host, port)}/?token={token}", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -111,5 +109,5 @@ def _model(app: App, chosen: str | None, default: str | None) -> Model:
         raise ValueError('no model chosen: start harness serve with --model SPEC, or use "demo"')
     try:
         return app.model(spec, None)
-    except (CliError, RuntimeError) as exc:  # RuntimeError: a ModelError from a script file
+    except (SetupError, RuntimeError) as exc:  # RuntimeError: a ModelError from a script file
         raise ValueError(str(exc)) from None

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ..log import Event, LogWriteError, SessionLog
-from ..loop import Agent, Answer, ApprovalRequest, TurnOutcome
+from ..loop import Answer, ApprovalRequest, TurnOutcome
 from ..models import Model, ModelError
 from ._app import CliError
 from ._ask import Questions
 
 if TYPE_CHECKING:
+    from ..runtime import SessionRuntime
     from ._app import App
 
 __all__ = ["TurnDriver", "TurnView", "choose_view", "loop_thread", "unconsumed_steps"]
@@ -80,18 +81,17 @@ def choose_view(app: App, *, json_lines: bool, echo_prompt: bool) -> TurnView:
 
 
 @contextmanager
-def loop_thread(model: Model) -> Iterator[BlockingPortal]:
-    """The event loop the command's turns run on, in a worker thread; closes `model` after.
+def loop_thread(session: SessionRuntime) -> Iterator[BlockingPortal]:
+    """The event loop the command's turns run on, in a worker thread; closes `session` after
+    (its models and its writer).
 
-    The model's client (HTTP connections) belongs to this loop, so it is closed on it.
+    The models' clients (HTTP connections) belong to this loop, so they are closed on it.
     """
     with start_blocking_portal() as running:
         try:
             yield running
         finally:
-            aclose = getattr(model, "aclose", None)
-            if callable(aclose):
-                running.call(aclose)
+            running.call(session.aclose)
 
 
 class _Interrupted(Exception):
@@ -99,7 +99,7 @@ class _Interrupted(Exception):
 
 
 class TurnDriver:
-    """Runs one agent's turns on the portal, with Ctrl-C cancelling the running turn.
+    """Runs one session's turns on the portal, with Ctrl-C cancelling the running turn.
 
     With `questions` (the agent's Asker queue, docs/security.md), the main thread asks the
     approval questions the turn raises while it waits for the turn.
@@ -108,12 +108,12 @@ class TurnDriver:
     def __init__(
         self,
         portal: BlockingPortal,
-        agent: Agent,
+        session: SessionRuntime,
         view: TurnView,
         questions: Questions | None = None,
     ) -> None:
         self.portal = portal
-        self.agent = agent
+        self.session = session
         self.view = view
         self.questions = questions
         self.stopped_by: int | None = None  # SIGTERM or SIGHUP: end the command after the turn
@@ -130,7 +130,7 @@ class TurnDriver:
         # The handlers go in before the turn starts, so no signal lands in between.
         with self._signals_cancel():
             try:
-                turn = self.portal.start_task_soon(self.agent.run_turn, prompt)
+                turn = self.portal.start_task_soon(self.session.run, prompt)
                 if self.questions is not None:
                     self.questions.serve(turn, self.portal, self._ask, _Interrupted)
                 outcome = turn.result()
@@ -156,7 +156,7 @@ class TurnDriver:
         """
         with self._signals_cancel():
             try:
-                return self.portal.start_task_soon(self.agent.compact).result()
+                return self.portal.start_task_soon(self.session.compact).result()
             except ModelError as exc:  # NothingToCompact too
                 raise CliError(f"nothing was compacted: {exc}") from exc
 
@@ -169,14 +169,13 @@ class TurnDriver:
 
     def _not_saved(self, exc: LogWriteError) -> str:
         """A full disk (or a failing one) mid-turn: say plainly what is lost and what is not."""
-        session = self.agent.session
-        started = session.latest(("turn/start",))
-        turn = started.turn if started is not None else "?"
+        log = self.session.log  # held for the whole command: what it appended is in it
+        turn = log.next_turn - 1 if log is not None else "?"
         reason = exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else None
         return (
             f"turn {turn} was not saved: the session log refused a write "
             f"({reason or exc}); anything shown above for this turn is not on the log. "
-            f"Free some space; the next `harness run --session {session.session_id}` "
+            f"Free some space; the next `harness run --session {self.session.id}` "
             "closes the turn as an error and continues"
         )
 
@@ -195,7 +194,7 @@ class TurnDriver:
             if signum != signal.SIGINT:
                 self.stopped_by = signum
             # On the event loop's thread; a Ctrl-C before the turn got going is remembered.
-            self.portal.call(self.agent.cancel)
+            self.portal.call(self.session.interrupt)
             if self._asking:
                 raise _Interrupted  # out of the question's read, which would otherwise go on
 
@@ -209,5 +208,4 @@ class TurnDriver:
 
 def unconsumed_steps(model: Model) -> int:
     """Steps a scripted model still holds after a run (a contract error, docs/loop.md)."""
-    remaining = getattr(model, "remaining", 0)
-    return remaining if isinstance(remaining, int) else 0
+    return model.remaining or 0

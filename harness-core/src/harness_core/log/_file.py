@@ -338,6 +338,12 @@ class SessionLog:
         return self._last_seq + 1
 
     @property
+    def next_turn(self) -> int:
+        """The number the next turn gets: one past the newest turn/start's."""
+        last = self.newest.latest("turn/start")
+        return (last.turn or 0) + 1 if last is not None else 1
+
+    @property
     def events(self) -> list[Event]:
         """Every event, oldest first. A reader holds them; a writer reads them back from its
         file each time (see the class), which is for inspection, never a turn's path."""

@@ -202,9 +202,10 @@ class Agent:
             try:
                 while self._steps < self.max_steps:
                     self._steps += 1
-                    # A cancel reaches the turn before each model call, even when the model
-                    # and the tools never yield (the scripted model does not).
-                    await anyio.lowlevel.checkpoint_if_cancelled()
+                    # A cancel reaches the turn before each model call, and the event loop's
+                    # other tasks (a host's streams) get their turn, even when the model and
+                    # the tools never yield (the scripted model does not).
+                    await anyio.lowlevel.checkpoint()
                     response = await self._step()
                     self._append_assistant(response)
                     if not response.tool_calls:
@@ -238,8 +239,7 @@ class Agent:
                 payload = await request_summary(self.session, self.model, self.tools, BY_HAND_KEEP)
             finally:
                 self._compacting = False
-            last = self.session.latest(("turn/start",))
-            turn = (last.turn or 0) + 1 if last is not None else 1
+            turn = self.session.next_turn
             self.session.append("turn/start", TurnStart(), turn=turn)
             self.session.append("context/compact", payload, turn=turn)
             self.session.append("turn/end", TurnEnd(status="completed"), turn=turn)
@@ -294,8 +294,7 @@ class Agent:
 
     def _open_turn(self, prompt: str) -> None:
         self.repair()
-        last = self.session.latest(("turn/start",))
-        turn = (last.turn or 0) + 1 if last is not None else 1
+        turn = self.session.next_turn
         start = self.session.append("turn/start", TurnStart(), turn=turn)
         self.turn, self._turn_seq = turn, start.seq
         self._steps, self._auto_compact = 0, True

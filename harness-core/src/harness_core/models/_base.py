@@ -10,6 +10,7 @@ __all__ = [
     "ContextLengthExceeded",
     "DeltaSink",
     "Model",
+    "ModelBase",
     "ModelError",
     "ModelResponse",
     "ResponseToolCall",
@@ -49,9 +50,20 @@ class ModelResponse:
 
 @runtime_checkable
 class Model(Protocol):
-    """Anything that can answer a chat request with text and tool calls."""
+    """Anything that can answer a chat request with text and tool calls: everything a host
+    or the loop asks of a model (`ModelBase` gives the defaults)."""
 
     name: str
+
+    @property
+    def context_window(self) -> int | None:
+        """Tokens the model reads at most (compaction uses it), or None when unknown."""
+        ...
+
+    @property
+    def remaining(self) -> int | None:
+        """Steps a scripted model has not played yet; None for a model that is no script."""
+        ...
 
     async def respond(
         self,
@@ -61,3 +73,18 @@ class Model(Protocol):
     ) -> ModelResponse:
         """One model response for `messages`; raise ModelError when it cannot."""
         ...
+
+    async def aclose(self) -> None:
+        """Release what the model holds (an HTTP client's connections); idempotent."""
+        ...
+
+
+class ModelBase:
+    """The defaults of `Model` a model without a window, a script or a client needs."""
+
+    name: str = "model"
+    context_window: int | None = None
+    remaining: int | None = None
+
+    async def aclose(self) -> None:
+        return None

@@ -26,7 +26,14 @@ from typing import Any, Final, Literal
 import anyio
 import openai
 
-from ._base import ContextLengthExceeded, DeltaSink, ModelError, ModelResponse, ResponseToolCall
+from ._base import (
+    ContextLengthExceeded,
+    DeltaSink,
+    ModelBase,
+    ModelError,
+    ModelResponse,
+    ResponseToolCall,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
 
@@ -93,7 +100,7 @@ class _MalformedChunk(_BrokenStream):
         super().__init__(f"a malformed chunk from the provider (chunk {number}: {detail})")
 
 
-class OpenAICompatModel:
+class OpenAICompatModel(ModelBase):
     """A chat-completions model: `OpenAICompatModel(name, api_key=..., base_url=...)`.
 
     `provider` names the service in errors and picks the `reasoning_content` policy;

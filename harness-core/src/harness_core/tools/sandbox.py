@@ -237,8 +237,10 @@ class _SandboxedCall:
             self.over = not chunk or len(self.status) == size
         if len(self.status) == size:
             return int(_sandbox_server.STATUS.unpack(self.status)[0])
-        why = self.server.why_ended()
-        self.server.close()
+        # Both wait on the dead sandbox (up to a second and a half): not on the event loop,
+        # where every other session's stream would wait with them.
+        why = await anyio.to_thread.run_sync(self.server.why_ended)
+        await anyio.to_thread.run_sync(self.server.close)
         if self.killed:
             return 128 + signal.SIGKILL
         raise SandboxCrashed(why)

@@ -6,7 +6,7 @@ has no knowledge a plugin owns.
 """
 
 from ._app import create_app
-from ._hub import Hub, WebRuntime
+from ._hub import MAX_SESSIONS, Hub, WebRuntime
 from ._server import run as run_server
 
-__all__ = ["Hub", "WebRuntime", "create_app", "run_server"]
+__all__ = ["MAX_SESSIONS", "Hub", "WebRuntime", "create_app", "run_server"]

@@ -11,6 +11,7 @@ tab's sessionStorage instead, which is per origin). The page allows only its own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -84,7 +85,7 @@ def create_app(
         return _with_headers(Response(entry.resource().read_bytes(), media_type="text/javascript"))
 
     async def config(request: Request) -> Response:
-        return JSONResponse({"model": hub.runtime.default_model, "demo": hub.runtime.demo_prompt})
+        return JSONResponse({"model": hub.web.default_model, "demo": hub.web.demo_prompt})
 
     async def dock_list(request: Request) -> Response:
         entries = sorted(docked.items(), key=lambda item: item[1].order)
@@ -99,15 +100,14 @@ def create_app(
             return JSONResponse({"id": await hub.create(spec)}, status_code=201)
         listed = [
             {"id": s.id, "title": s.title, "updated": s.updated, "events": s.events}
-            for s in hub.runtime.store.list()
-            if s.problem is None
+            for s in await hub.sessions()
         ]
         return JSONResponse({"sessions": listed})
 
     async def history(request: Request) -> Response:
         limit = _int_param(request, "limit", 50)
         before = request.query_params.get("before")
-        page = hub.page(
+        page = await hub.page(
             request.path_params["id"],
             limit=limit,
             before=_int_param(request, "before", 0) if before is not None else None,
@@ -123,7 +123,7 @@ def create_app(
         return JSONResponse(result, status_code=202)
 
     async def cancel(request: Request) -> Response:
-        return JSONResponse({"cancelled": hub.cancel(request.path_params["id"])})
+        return JSONResponse({"cancelled": await hub.cancel(request.path_params["id"])})
 
     async def approvals(request: Request) -> Response:
         body = await _body(request)
@@ -131,7 +131,7 @@ def create_app(
         if not isinstance(call_id, str) or answer not in ANSWERS:
             raise _Unprocessable('the body must be {"call_id": str, "answer": once|session|deny}')
         try:
-            hub.answer(request.path_params["id"], call_id, answer)
+            await hub.answer(request.path_params["id"], call_id, answer)
         except NotWaiting as exc:
             return _error(409 if exc.known else 404, str(exc))
         return JSONResponse({"answered": call_id})
@@ -143,7 +143,7 @@ def create_app(
             last = int(after) if after is not None else -1
         except ValueError:
             raise _Unprocessable("Last-Event-ID (or after) must be a seq number") from None
-        queue, backlog = hub.subscribe(session_id)
+        queue, backlog = await hub.subscribe(session_id)
         return EventSourceResponse(
             _stream(hub, session_id, queue, backlog, last, request), ping=HEARTBEAT
         )
@@ -155,7 +155,13 @@ def create_app(
         status = getattr(exc, "status_code", 404)
         return _error(status, "no such path" if status == 404 else "method not allowed")
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await hub.aclose()  # the server stops: turns end, models close
+
     return Starlette(
+        lifespan=lifespan,
         exception_handlers={404: unrouted, 405: unrouted},  # JSON, like every other error
         routes=[
             Route("/", guard(index, api=False)),
@@ -190,7 +196,7 @@ async def _stream(
         for event in missed:
             yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
         last = missed[-1].seq if missed else last
-        live = hub.live(session_id)
+        live = await hub.live(session_id)
         for row in hub.rows(live, missed).values():  # the rows those events make or finish
             yield ServerSentEvent(json.dumps(row), event="row")
         yield ServerSentEvent(json.dumps(hub.snapshot(live)), event="snapshot")

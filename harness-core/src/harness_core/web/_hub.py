@@ -1,10 +1,18 @@
-"""The web host's sessions: a live projection of each, its subscribers, and its turn queue.
+"""The web host's sessions: a live projection of each, its subscribers, and its turns.
 
-Every event reaches subscribers by one path: the hub's reader of the session file catches up
-(`pump`) and each new envelope is folded into the session's snapshot and sent on. Turns this
-server runs append through their own writer and pump at once; a session another process
-writes is watched while someone subscribes to it. Prompts sent while a turn runs wait in the
-session's queue and run in order, on one writer held for the whole queue.
+Each session the page shows has a reader of its log folded into a snapshot (what the page
+renders) and a `SessionRuntime` (its models and turn queue, `harness_core.runtime`). The
+runtime takes the session's writer for a run of turns and lets it go after, so another
+process may write the session in between. Every event reaches subscribers by one path: the
+reader catches up (`_catch_up`) and each new envelope is folded into the snapshot and sent on.
+Our own turns wake the reader as they append; a session another process writes is looked at
+every WATCH_INTERVAL while anyone listens (the file store's notification, for now, is that
+look).
+
+Nothing here blocks the event loop on the file system: opening and folding a session, each
+catch-up, listing and creating sessions run in worker threads. Idle sessions (nobody
+listening, no turn running or queued, no question open) are evicted past `max_sessions`,
+their models closed; the rest close with the server (`aclose`).
 
 A question the approval policy asks (`ask`) waits in the session's live state, never on the
 log: the tail page's snapshot lists the open ones (`approvals`) and the stream announces each
@@ -17,24 +25,26 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import contextvars
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
-from ..hosts import SessionSnapshot, SnapshotFields, ToolRow, approval_note
+from ..hosts import SessionSnapshot, ToolRow, approval_note
 from ..hosts._present import call_label, result_suffix
-from ..log import Event, SessionLog, SessionStore
-from ..loop import Agent, Answer, Approval, ApprovalRequest, Asker, CompactionPolicy
-from ..models import DeltaSink, Model, ModelResponse
-from ..tools import ToolRegistry
+from ..log import Event, SessionLog, SessionSummary
+from ..loop import Answer, Approval, ApprovalRequest, Asker
+from ..models import Model
+from ..runtime import Runtime, SessionRuntime
 
 __all__ = ["ANSWERS", "Hub", "Message", "NotWaiting", "WebRuntime"]
 
 logger = logging.getLogger("harness.web")
 
 WATCH_INTERVAL: Final = 0.25  # seconds between looks at a file another process writes
+MAX_SESSIONS: Final = 64  # sessions held in memory; idle ones beyond it are evicted
 
 # What subscribers receive: ("event", envelope), ("delta", {...}), ("row", {...}),
 # ("approval", {...}) or ("snapshot", {...}).
@@ -42,32 +52,22 @@ Message = tuple[str, dict[str, Any]]
 
 ANSWERS: Final[tuple[Answer, ...]] = ("once", "session", "deny")
 
-# The hub session whose turn is running in this task. A subagent asks through its parent's
-# Approval from inside the parent's turn (tasks copy the context), so its question reaches the
-# page that started the turn even though it names the subagent's own session.
-_TURN_OF: contextvars.ContextVar[str] = contextvars.ContextVar("harness_web_turn")
-
 
 @dataclass(slots=True)
 class WebRuntime:
     """What the web host needs from its composition root (the CLI's `serve`)."""
 
-    store: SessionStore
-    tools: ToolRegistry
-    snapshot_fields: Callable[[], list[tuple[str, SnapshotFields]]]
+    runtime: Runtime
     make_model: Callable[[str | None], Model]  # a spec, or None for the default; raises
     default_model: str | None
-    max_steps: int
-    system_prompt: str | None
     cwd: str
     demo_prompt: str | None = None  # the embedded demo's prompt, offered when no model is set
-    # when a turn compacts, for the model it runs (the settings' compact_at, context_window)
-    compaction: Callable[[Model], CompactionPolicy] = lambda model: CompactionPolicy()
-    # the approval policy, given the hub's way to ask (the page): `App.approval`
+    # the approval policy, given the hub's way to ask (the page): `Runtime.approval`
     approval: Callable[[Asker], Approval] = lambda asker: Approval()
     # whether turns on this model spec run without asking: the embedded demo, whose commands
     # are fixed and harmless
     hands_free: Callable[[str | None], bool] = lambda spec: False
+    max_sessions: int = MAX_SESSIONS
 
 
 class NotWaiting(Exception):
@@ -100,60 +100,110 @@ class _Question:
 
 @dataclass(slots=True)
 class _Live:
-    """One session the server knows: its reader, snapshot, subscribers and queue."""
+    """One session the server holds: its reader, snapshot, subscribers and turns."""
 
     reader: SessionLog
     snapshot: SessionSnapshot
+    session: SessionRuntime
+    reading: asyncio.Lock = field(default_factory=asyncio.Lock)  # one catch-up at a time
+    dirty: asyncio.Event = field(default_factory=asyncio.Event)  # our own turn appended
     subscribers: set[asyncio.Queue[Message]] = field(default_factory=set)
-    queue: list[tuple[str, str | None]] = field(default_factory=list)
-    agent: Agent | None = None
-    worker: asyncio.Task[None] | None = None
-    watcher: asyncio.Task[None] | None = None
-    players: dict[str, Model] = field(default_factory=dict)
-    spec: str | None = None  # the model the session was created with
+    follower: asyncio.Task[None] | None = None
     shipped: dict[str, Any] = field(default_factory=dict)  # the last snapshot sent
     questions: dict[str, _Question] = field(default_factory=dict)  # open ones, by call id
     asked: set[str] = field(default_factory=set)  # every call id asked about, open or not
+    used: float = 0.0  # when a client last asked for it (monotonic), for eviction
+
+    @property
+    def busy(self) -> bool:
+        """Whether evicting it would lose anything: a listener, a turn, a question."""
+        session = self.session
+        return bool(self.subscribers or session.busy or self.questions)
 
 
 class Hub:
-    """Every session the web host serves, by id."""
+    """Every session the web host holds, by id."""
 
-    def __init__(self, runtime: WebRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, web: WebRuntime) -> None:
+        self.web = web
+        self.runtime = web.runtime
         self._live: dict[str, _Live] = {}
-        self.approval = runtime.approval(self.ask)
+        self._opening: dict[str, asyncio.Future[_Live]] = {}
+        self._closing: set[asyncio.Task[None]] = set()  # evicted sessions, closing
+        self._approval = web.approval
 
     # -- sessions --------------------------------------------------------------------------
 
-    def live(self, session_id: str) -> _Live:
-        """The session's live state, opened (and replayed once) on first use."""
+    async def live(self, session_id: str) -> _Live:
+        """The session's live state, opened and folded off the event loop on first use, and
+        caught up with its file."""
         live = self._live.get(session_id)
         if live is None:
-            reader = self.runtime.store.open(session_id, writable=False)
-            snapshot = SessionSnapshot(self.runtime.snapshot_fields())
-            for event in reader.events:
-                snapshot.apply(event)
-            live = self._live[session_id] = _Live(reader, snapshot)
+            live = await self._open(session_id)
         else:
-            self.pump(session_id)
+            await self._catch_up(session_id, live)
+        live.used = time.monotonic()
         return live
+
+    async def _open(self, session_id: str) -> _Live:
+        """One opening per session however many clients ask at once."""
+        opening = self._opening.get(session_id)
+        if opening is not None:
+            return await asyncio.shield(opening)
+        future = self._opening[session_id] = asyncio.get_running_loop().create_future()
+        try:
+            reader, snapshot = await asyncio.to_thread(self._fold, session_id)
+            session = self.runtime.open(
+                session_id,
+                self.web.make_model,
+                approval=partial(self._approval_for, session_id),
+                hold=False,
+            )
+            session.observe(on_event=partial(self._appended, session_id))
+            session.observe(on_delta=partial(self._delta, session_id))
+            live = self._live[session_id] = _Live(reader, snapshot, session)
+            future.set_result(live)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: a failed open is the asker's error, not a warning
+            raise
+        finally:
+            del self._opening[session_id]
+        self._evict(keep=session_id)
+        return live
+
+    def _fold(self, session_id: str) -> tuple[SessionLog, SessionSnapshot]:
+        """The session's reader and its snapshot, folded (in a worker thread)."""
+        reader = self.runtime.reader(session_id)
+        snapshot = SessionSnapshot(self.runtime.host.hooks.snapshot_fields())
+        for event in reader.events:
+            snapshot.apply(event)
+        return reader, snapshot
+
+    async def sessions(self) -> list[SessionSummary]:
+        """Every readable session, newest first (listed in a worker thread)."""
+        listed = await asyncio.to_thread(self.runtime.store.list)
+        return [summary for summary in listed if summary.problem is None]
 
     async def create(self, spec: str | None) -> str:
         """A new session on `spec`; a model that cannot be built raises before it exists."""
-        model = await self._build(spec)
-        runtime = self.runtime
-        with runtime.store.create(system_prompt=runtime.system_prompt, cwd=runtime.cwd) as log:
-            session_id = log.session_id
-        live = self.live(session_id)
-        live.spec, live.players[spec or ""] = spec, model
-        return session_id
+        model = await asyncio.to_thread(self.web.make_model, spec)
+        try:
+            log = await asyncio.to_thread(self.runtime.create, self.web.cwd)
+        except BaseException:
+            await model.aclose()
+            raise
+        await asyncio.to_thread(log.close)
+        live = await self.live(log.session_id)
+        live.session.adopt(spec, model)
+        live.session.default_spec = spec
+        return log.session_id
 
-    def page(self, session_id: str, *, limit: int, before: int | None) -> dict[str, Any]:
+    async def page(self, session_id: str, *, limit: int, before: int | None) -> dict[str, Any]:
         """A history page: the tail with its snapshot, or an older page without one."""
-        live = self.live(session_id)
+        live = await self.live(session_id)
         events = live.reader.events
-        end = len(events) if before is None else bisect.bisect_left(events, before, key=seq_of)
+        end = len(events) if before is None else bisect.bisect_left(events, before, key=_seq)
         start = max(0, end - limit)
         page = events[start:end]
         return {
@@ -177,20 +227,48 @@ class Hub:
         return {call: self.row(known[call]) for call in calls if call in known}
 
     def snapshot(self, live: _Live) -> dict[str, Any]:
+        session = live.session
         return {
             "seq": live.snapshot.seq,
             **live.snapshot.fields(),
-            "running": live.worker is not None,
-            "queued": [prompt for prompt, _ in live.queue],
+            "running": session.busy,
+            "queued": session.queued,
             "approvals": [question.to_json() for question in live.questions.values()],
         }
 
+    def held(self) -> list[str]:
+        """The ids of the sessions held in memory, least recently used first."""
+        return [sid for _, sid in sorted((live.used, sid) for sid, live in self._live.items())]
+
+    def _evict(self, keep: str) -> None:
+        """Past `max_sessions`, let the least recently used idle sessions go (not `keep`, the
+        one just asked for)."""
+        idle = sorted(
+            (live.used, sid) for sid, live in self._live.items() if not live.busy and sid != keep
+        )
+        for _, session_id in idle[: max(0, len(self._live) - self.web.max_sessions)]:
+            live = self._live.pop(session_id)
+            closing = asyncio.get_running_loop().create_task(live.session.aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+    async def aclose(self) -> None:
+        """The server stops: every session's turns end and its models close."""
+        sessions, self._live = list(self._live.values()), {}
+        for live in sessions:
+            if live.follower is not None:
+                live.follower.cancel()
+            await live.session.aclose()
+        await asyncio.gather(*self._closing)
+
     # -- fan-out ---------------------------------------------------------------------------
 
-    def pump(self, session_id: str) -> None:
-        """Catch up with the file and send every new event, then a changed snapshot."""
-        live = self._live[session_id]
-        for event in live.reader.refresh():
+    async def _catch_up(self, session_id: str, live: _Live) -> None:
+        """Read what was appended (in a worker thread), fold and send every new event, then a
+        changed snapshot."""
+        async with live.reading:
+            events = await asyncio.to_thread(live.reader.refresh)
+        for event in events:
             change = live.snapshot.apply(event)
             self._send(live, ("event", event.to_json()))
             rows = change.entry.rows if change.entry is not None else []
@@ -198,9 +276,39 @@ class Hub:
                 self._send(live, ("row", self.row(row)))
         self.ship_snapshot(live)
 
+    def _appended(self, session_id: str, log: SessionLog, event: Event) -> None:
+        """Our own turn appended to `log` (this session's, or a subagent's): wake the reader."""
+        live = self._live.get(session_id)
+        if live is not None and log.session_id == session_id:
+            live.dirty.set()
+            self._follow(session_id, live)
+
+    def _delta(self, session_id: str, kind: str, text: str) -> None:
+        live = self._live.get(session_id)
+        if live is not None:
+            self._send(live, ("delta", {"kind": kind, "text": text}))
+
+    def _follow(self, session_id: str, live: _Live) -> None:
+        if live.follower is None:
+            live.follower = asyncio.get_running_loop().create_task(self._watch(session_id, live))
+
+    async def _watch(self, session_id: str, live: _Live) -> None:
+        """Follow the file while anyone listens or a turn runs: at once after our own
+        appends, every WATCH_INTERVAL for another process's."""
+        try:
+            while live.subscribers or live.session.busy or live.dirty.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(live.dirty.wait(), WATCH_INTERVAL)
+                live.dirty.clear()
+                await self._catch_up(session_id, live)
+        except Exception:
+            logger.exception("session %s: following its log stopped", session_id)
+        finally:
+            live.follower = None
+
     def row(self, row: ToolRow) -> dict[str, Any]:
         """A tool row as the page shows it: the tool's own one-line call and result."""
-        tools = self.runtime.tools
+        tools = self.runtime.host.tools
         summary = None
         if row.state != "running":
             result = {"text": row.text, "is_error": row.state == "error", "data": row.data}
@@ -226,13 +334,12 @@ class Hub:
         for queue in list(live.subscribers):
             queue.put_nowait(message)
 
-    def subscribe(self, session_id: str) -> tuple[asyncio.Queue[Message], list[Event]]:
+    async def subscribe(self, session_id: str) -> tuple[asyncio.Queue[Message], list[Event]]:
         """A queue of what comes next, and every event so far (to resend what a client lacks)."""
-        live = self.live(session_id)
+        live = await self.live(session_id)
         queue: asyncio.Queue[Message] = asyncio.Queue()
         live.subscribers.add(queue)
-        if live.watcher is None and live.worker is None:
-            live.watcher = asyncio.create_task(self._watch(session_id))
+        self._follow(session_id, live)
         return queue, live.reader.events
 
     def unsubscribe(self, session_id: str, queue: asyncio.Queue[Message]) -> None:
@@ -240,52 +347,39 @@ class Hub:
         if live is not None:
             live.subscribers.discard(queue)
 
-    async def _watch(self, session_id: str) -> None:
-        """Follow a file another process may write, while anyone listens."""
-        live = self._live[session_id]
-        try:
-            while live.subscribers:
-                await asyncio.sleep(WATCH_INTERVAL)
-                if live.worker is None:  # our own writer pumps as it appends
-                    self.pump(session_id)
-        finally:
-            live.watcher = None
-
     # -- turns -----------------------------------------------------------------------------
 
     async def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, Any]:
         """Start the prompt as a turn, or queue it behind the running one."""
-        live = self.live(session_id)
-        model_spec = spec or live.spec
-        key = model_spec or ""
-        if key not in live.players:  # a spec that cannot be built fails here, not later
-            live.players[key] = await self._build(model_spec)
-        if live.worker is not None:
-            live.queue.append((prompt, model_spec))
-            self.ship_snapshot(live)
-            return {"queued": len(live.queue)}
-        log = self.runtime.store.open(session_id)  # SessionLocked: another process writes it
-        live.queue.append((prompt, model_spec))
-        turn = _next_turn(live.reader)
-        live.worker = asyncio.create_task(self._work(session_id, log))
-        return {"turn": turn}
+        live = await self.live(session_id)
+        await live.session.model_for(spec)  # a spec that cannot be built fails here, not later
+        answer = live.session.submit(prompt, spec)  # SessionLocked: another process writes it
+        self._follow(session_id, live)
+        self.ship_snapshot(live)
+        return answer
 
-    def cancel(self, session_id: str) -> bool:
-        live = self.live(session_id)
-        if live.agent is None or live.agent.turn is None:
-            return False
-        live.agent.cancel()
-        return True
+    async def cancel(self, session_id: str) -> bool:
+        live = await self.live(session_id)
+        return live.session.cancel()
 
     # -- approval --------------------------------------------------------------------------
 
-    async def ask(self, request: ApprovalRequest) -> Answer:
-        """The agents' Asker: open the question on the page of the turn, wait for a click.
+    def _approval_for(self, session_id: str, spec: str | None) -> Approval:
+        if self.web.hands_free(spec or self._live_spec(session_id)):
+            return Approval("auto")
+        return self._approval(partial(self.ask, session_id))
+
+    def _live_spec(self, session_id: str) -> str | None:
+        live = self._live.get(session_id)
+        return live.session.default_spec if live is not None else None
+
+    async def ask(self, session_id: str, request: ApprovalRequest) -> Answer:
+        """The session's Asker: open the question on its page, wait for a click. A subagent
+        asks through its parent's, so its question reaches the page that started the turn.
 
         A cancel while it waits raises here; the question closes and the loop answers the
         call "interrupted".
         """
-        session_id = _TURN_OF.get()
         live, call_id = self._live[session_id], request.question_id(session_id)
         question = _Question(call_id, request, asyncio.get_running_loop().create_future())
         live.questions[call_id] = question
@@ -298,9 +392,9 @@ class Hub:
             del live.questions[call_id]
             self.ship_snapshot(live)
 
-    def answer(self, session_id: str, call_id: str, answer: Answer) -> None:
+    async def answer(self, session_id: str, call_id: str, answer: Answer) -> None:
         """Answer an open question; NotWaiting when none is open for `call_id`."""
-        live = self.live(session_id)
+        live = await self.live(session_id)
         question = live.questions.get(call_id)
         if question is None or question.answer.done():
             known = call_id in live.asked or call_id in live.snapshot.conversation.rows
@@ -308,76 +402,6 @@ class Hub:
             raise NotWaiting(f"call {call_id} {state}", known=known)
         question.answer.set_result(answer)
 
-    async def _build(self, spec: str | None) -> Model:
-        """A new model for `spec`, built off the event loop: building one may read a file."""
-        return await asyncio.to_thread(self.runtime.make_model, spec)
 
-    async def _work(self, session_id: str, log: SessionLog) -> None:
-        """Run the queue's prompts in order on one writer, then let the session go."""
-        live = self._live[session_id]
-        _TURN_OF.set(session_id)  # this task's context: the turns it runs ask on this page
-        try:
-            with log:
-                log.listeners.append(lambda _event: self.pump(session_id))
-                while live.queue:
-                    prompt, spec = live.queue.pop(0)
-                    self.ship_snapshot(live)
-                    await self._turn(live, log, prompt, spec)
-        except Exception:
-            logger.exception("session %s: the turn queue stopped", session_id)
-        finally:
-            live.worker, live.agent = None, None
-            live.queue.clear()
-            with contextlib.suppress(Exception):
-                self.pump(session_id)
-
-    async def _turn(self, live: _Live, log: SessionLog, prompt: str, spec: str | None) -> None:
-        model = live.players[spec or ""]  # built by submit; a scripted one goes on where it was
-
-        def delta(kind: str, text: str) -> None:
-            self._send(live, ("delta", {"kind": kind, "text": text}))
-
-        runtime = self.runtime
-        live.agent = Agent(
-            log,
-            _Yielding(model),
-            runtime.tools,
-            max_steps=runtime.max_steps,
-            on_delta=delta,
-            store=runtime.store,
-            compaction=runtime.compaction(model),
-            approval=Approval("auto") if runtime.hands_free(spec) else self.approval,
-        )
-        await live.agent.run_turn(prompt)
-
-
-class _Yielding:
-    """A model that lets the event loop run before each step.
-
-    A scripted or cached model answers without awaiting anything, so a long turn would keep
-    the loop to itself and every subscriber's stream would wait for the whole turn: yielding
-    once a step lets the streams send what the step appended.
-    """
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.context_window = getattr(inner, "context_window", None)  # for compaction
-
-    async def respond(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_delta: DeltaSink | None = None,
-    ) -> ModelResponse:
-        await asyncio.sleep(0)
-        return await self.inner.respond(messages, tools, on_delta)
-
-
-def seq_of(event: Event) -> int:
+def _seq(event: Event) -> int:
     return event.seq
-
-
-def _next_turn(reader: SessionLog) -> int:
-    last = reader.latest(("turn/start",))
-    return (last.turn or 0) + 1 if last is not None else 1

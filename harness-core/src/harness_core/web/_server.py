@@ -49,7 +49,7 @@ def run(app: ASGIApp, listener: socket.socket) -> None:
         http=_guarded(limit, once),
         log_config=None,
         log_level="warning",
-        lifespan="off",
+        lifespan="on",  # the app closes its sessions' models when the server stops
         # Also how many connections asyncio accepts in one go, before the limit sees any: not
         # uvicorn's 2,048, so a burst cannot use up the descriptors before idle ones close.
         backlog=backlog,

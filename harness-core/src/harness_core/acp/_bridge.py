@@ -63,13 +63,13 @@ from ..hosts import Change, Conversation, McpServerSpec, ToolRow, one_line, visi
 from ..hosts._present import call_label
 from ..log import Event, LogWriteError, SessionLog, SessionNotFound
 from ..loop import Answer, Approval, ApprovalRequest, CannotAsk
+from ..runtime import Runtime, SessionRuntime, describe_failure, utf8_text
 from ..tools import ToolRegistry
-from ._app import App, _describe, _expected, utf8_text
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from ..loop import Agent, Policy
+    from ..loop import Policy
     from ..models import Model
 
 __all__ = ["Bridge"]
@@ -104,14 +104,14 @@ Update = Any  # one of the SDK's session update models
 class Bridge:
     """The agent side of ACP for one client connection: its sessions and their turns."""
 
-    def __init__(self, app: App, model_flag: str | None, policy: Policy = "auto") -> None:
-        self.app = app
+    def __init__(self, runtime: Runtime, model_flag: str | None, policy: Policy = "auto") -> None:
+        self.runtime = runtime
         self.model_flag = model_flag
         self.policy = policy
         self.sessions: dict[str, _Session] = {}
         self.client: Client | None = None
         # The plugin that runs the MCP servers a client names per session, if one is installed.
-        self.mcp = app.host.hooks.session_mcp()
+        self.mcp = runtime.host.hooks.session_mcp()
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -133,30 +133,20 @@ class Bridge:
     ) -> NewSessionResponse:
         directory = _directory(cwd)
         model = self._model()  # before the session: a bad model spec leaves none
-        try:
-            log = self.app.store.create(system_prompt=self.app.system_prompt(), cwd=directory)
-        except Exception as exc:
-            await _close_model(model)
-            raise _request_error(exc) from None
-        return NewSessionResponse(session_id=self._open(log, model, mcp_servers, directory).id)
+        session = await self._open(None, model, mcp_servers, directory)
+        return NewSessionResponse(session_id=session.id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
         session = self.sessions.get(session_id)
         if session is None:
-            log = _writer(self.app, session_id)
-            try:
-                model = self._model()
-            except RequestError:
-                log.close()  # releases the lock it just took
-                raise
-            session = self._open(log, model, mcp_servers, cwd)
-            if session.agent.cwd not in (None, cwd):
+            session = await self._open(session_id, self._model(), mcp_servers, cwd)
+            if session.cwd not in (None, cwd):
                 logger.warning(
                     "session %s runs its tools in %s, where it was created, not in %s",
                     session_id,
-                    session.agent.cwd,
+                    session.cwd,
                     cwd,
                 )
         elif session.running:
@@ -172,7 +162,7 @@ class Bridge:
                 title=one_line(summary.title) if summary.title else None,
                 updated_at=summary.updated,
             )
-            for summary in self.app.store.list()
+            for summary in self.runtime.store.list()
             # Subagent sessions belong to their parent's tool call, not to the client's list.
             if summary.problem is None and summary.parent_session is None
             if cwd is None or summary.cwd == cwd
@@ -186,8 +176,8 @@ class Bridge:
         session = self.sessions.get(session_id)
         # Only a running prompt is cancelled: the loop would remember a cancel that comes
         # between turns and end the next turn at once, which no ACP client means.
-        if session is not None and session.running:
-            session.agent.cancel()
+        if session is not None:
+            session.runtime.cancel()
 
     async def aclose(self) -> None:
         """Release every session (its writer lock) and close the models."""
@@ -200,17 +190,32 @@ class Bridge:
     def _model(self) -> Model:
         """The model a new session plays: its own player for a scripted spec."""
         try:
-            self.app.max_steps()
-            return self.app.model(self.model_flag, None)
+            return self.runtime.model(self.model_flag, None)
         except Exception as exc:
             raise _request_error(exc) from None
 
-    def _open(
-        self, log: SessionLog, model: Model, mcp_servers: list[Any] | None, cwd: str
+    async def _open(
+        self, session_id: str | None, model: Model, mcp_servers: list[Any] | None, cwd: str
     ) -> _Session:
+        """A new session in `cwd` (session_id None) or an existing one, as this connection's:
+        its writer taken (a crashed turn closed), its client's MCP servers started."""
         assert self.client is not None, "the connection calls on_connect first"
-        tools, stop = self._client_tools(mcp_servers or [], cwd)
-        session = _Session(self.app, log, model, self.client, tools, stop, self.policy)
+        try:
+            tools, stop = self._client_tools(mcp_servers or [], cwd)
+            try:
+                runtime = self.runtime.open(session_id, model, tools=tools, cwd=cwd)
+            except BaseException:
+                if stop is not None:
+                    stop()
+                raise
+        except Exception as exc:
+            await model.aclose()
+            if isinstance(exc, SessionNotFound):
+                raise RequestError(INVALID_PARAMS, one_line(str(exc), 2000)) from None
+            raise _request_error(exc) from None
+        if stop is not None:
+            runtime.on_close(stop)
+        session = _Session(runtime, self.client, self.policy)
         self.sessions[session.id] = session
         return session
 
@@ -220,12 +225,12 @@ class Bridge:
         """The session's tools: the host's, plus those of the MCP servers the client names."""
         specs = [spec for server in servers if (spec := self._mcp_spec(server)) is not None]
         if not specs:
-            return self.app.host.tools, None
+            return self.runtime.host.tools, None
         if self.mcp is None:
             names = ", ".join(spec.name for spec in specs)
             logger.warning("MCP servers %s not started: install harness-tool-mcp", names)
-            return self.app.host.tools, None
-        tools = ToolRegistry(base=self.app.host.tools)
+            return self.runtime.host.tools, None
+        tools = ToolRegistry(base=self.runtime.host.tools)
         return tools, self.mcp.attach(specs, tools, cwd)
 
     def _mcp_spec(self, server: Any) -> McpServerSpec | None:
@@ -251,35 +256,24 @@ class Bridge:
 
 
 class _Session:
-    """One harness session a client drives: its writer, agent, projection and update queue."""
+    """One harness session a client drives: its runtime, projection and update queue."""
 
-    def __init__(
-        self,
-        app: App,
-        log: SessionLog,
-        model: Model,
-        client: Client,
-        tools: ToolRegistry,
-        stop_servers: Callable[[], None] | None,
-        policy: Policy,
-    ) -> None:
+    def __init__(self, runtime: SessionRuntime, client: Client, policy: Policy) -> None:
+        log = runtime.log
+        assert log is not None  # the bridge holds its sessions' writers while it serves them
+        self.runtime = runtime
         self.log = log
-        self.id = log.session_id
-        self.model = model
+        self.id = runtime.id
         self.client = client
-        self.tools = tools
-        self._stop_servers = stop_servers  # the MCP servers the client named for the session
-        self.running = False
+        self.tools = runtime.tools
         self.asks = policy == "ask"
         self._client_failed = False  # a failed question is reported once per session
         self.conversation = Conversation(keep=False)  # live changes only; `replay` folds anew
         # Subagents share this Approval, so their questions reach the client on this session.
         approval = Approval(policy, self._ask)
-        self.agent: Agent = app.agent(
-            log, model, self._on_event, self._on_delta, approval, tools=tools
-        )
-        # A turn a crashed process left open is closed first, so it replays as ended.
-        self.agent.repair()
+        runtime.set_approval(approval)
+        runtime.observe(self._on_event, self._on_delta)
+        # The runtime closed a turn a crashed process left open, so it replays as ended.
         for event in log.history():
             self.conversation.apply(event)
         self._streamed: set[str] = set()  # delta kinds the current step already sent
@@ -288,17 +282,24 @@ class _Session:
         self._updates: asyncio.Queue[Update] = asyncio.Queue()
         self._pump = asyncio.create_task(self._send_updates(), name=f"acp updates {self.id}")
 
+    @property
+    def running(self) -> bool:
+        return self.runtime.busy
+
+    @property
+    def cwd(self) -> str | None:
+        """Where the session's tools run (its session/start's `cwd`)."""
+        agent = self.runtime.agent
+        return agent.cwd if agent is not None else None
+
     async def prompt(self, text: str) -> PromptResponse:
         if self.running:
             raise RequestError(SERVER_ERROR, f"session {self.id} is already running a prompt")
-        self.running = True
         try:
-            outcome = await self.agent.run_turn(text)
+            outcome = await self.runtime.run(text)
         except LogWriteError as exc:
             reason = one_line(f"the session log refused a write: {exc}", 2000)
             raise RequestError(SERVER_ERROR, reason) from None
-        finally:
-            self.running = False
         await self._updates.join()
         if outcome.status == "error":
             raise RequestError(SERVER_ERROR, one_line(outcome.error or "the turn failed", 2000))
@@ -323,11 +324,9 @@ class _Session:
         await self._updates.join()
 
     async def aclose(self) -> None:
+        """Models closed, the client's MCP servers stopped, the writer let go."""
         self._pump.cancel()
-        await _close_model(self.model)
-        if self._stop_servers is not None:
-            self._stop_servers()
-        self.log.close()
+        await self.runtime.aclose()
 
     # -- the loop's callbacks --------------------------------------------------------------
 
@@ -381,7 +380,7 @@ class _Session:
         if log is not self.log or not self.running:
             # A subagent's session (the client sees its parent's tool call only), or the
             # repair of a crashed turn, which the fold in __init__ covers.
-            return  # a subagent's session: the client sees its parent's tool call only
+            return
         for update in self._live(self.conversation.apply(event)):
             self._updates.put_nowait(update)
 
@@ -458,30 +457,12 @@ class _Session:
                 self._updates.task_done()
 
 
-async def _close_model(model: Model) -> None:
-    """Close a model's client (HTTP connections); a failure there is only worth a debug line."""
-    aclose = getattr(model, "aclose", None)
-    if callable(aclose):
-        try:
-            await aclose()
-        except Exception:
-            logger.debug("closing model %s failed", model.name, exc_info=True)
-
-
-def _writer(app: App, session_id: str) -> SessionLog:
-    try:
-        return app.store.open(session_id)
-    except SessionNotFound as exc:
-        raise RequestError(INVALID_PARAMS, one_line(str(exc), 2000)) from None
-    except Exception as exc:  # SessionLocked names the process that holds the session
-        raise _request_error(exc) from None
-
-
 def _request_error(exc: Exception) -> RequestError:
-    """The CLI's one-line reason for an expected failure; anything else is re-raised."""
-    if not _expected(exc):
+    """The one-line reason for a failure a user can fix; anything else is re-raised."""
+    reason = describe_failure(exc)
+    if reason is None:
         raise exc
-    return RequestError(SERVER_ERROR, one_line(_describe(exc), 2000))
+    return RequestError(SERVER_ERROR, one_line(reason, 2000))
 
 
 def _directory(cwd: str) -> str:

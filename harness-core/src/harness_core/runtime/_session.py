@@ -1,0 +1,303 @@
+"""One session a host drives: its writer, its models, its agent, its turn queue.
+
+    session = runtime.open(id_or_None, model, approval=..., hold=...)
+    session.observe(on_event, on_delta)      the stream of changes a host renders
+    outcome = await session.run(prompt)      turns run one at a time, in submission order
+    session.submit(prompt)                   the same, without waiting (a web request)
+    session.cancel()                         the running turn ends `cancelled`
+    await session.aclose()                   models closed, writer let go
+
+Every host (the terminal, the web host, the ACP bridge) runs turns through this and nothing
+else: none of them builds an `Agent`. A turn a crashed process left open is closed as soon as
+the writer is taken, before anything else runs on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from ..log import EventSink, SessionLog
+
+if TYPE_CHECKING:
+    from ..log import Event
+    from ..loop import Agent, Approval, TurnOutcome
+    from ..models import DeltaSink, Model
+    from ..tools import ToolRegistry
+    from ._runtime import Runtime
+
+__all__ = ["ApprovalFor", "ModelFactory", "SessionRuntime"]
+
+logger = logging.getLogger("harness.runtime")
+
+# The approval a turn on a model spec runs under (None: the session's own model).
+ApprovalFor = Callable[[str | None], "Approval"]
+# A model spec (None: the host's default) -> a new model for it; raises when it cannot.
+ModelFactory = Callable[[str | None], "Model"]
+
+
+class SessionRuntime:
+    """A session's turns, run one at a time on its one writer."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        session_id: str,
+        model: Model | ModelFactory,
+        *,
+        approval: Approval | ApprovalFor | None = None,
+        tools: ToolRegistry | None = None,
+        hold: bool = True,
+        log: SessionLog | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.id = session_id
+        self.tools = tools if tools is not None else runtime.host.tools
+        # One player per model spec: a scripted one goes on where the last turn left it.
+        self.default_spec: str | None = None  # what a turn naming no model plays
+        self._models: dict[str | None, Model] = {}
+        if callable(model) and not hasattr(model, "respond"):
+            self._make_model: ModelFactory = model
+        else:
+            self._models[None] = model  # type: ignore[assignment]
+            self._make_model = runtime.model
+        self._approval = approval
+        self._hold = hold
+        self._event_sinks: list[EventSink] = []
+        self._delta_sinks: list[DeltaSink] = []
+        self._closers: list[Callable[[], object]] = []
+        self._waiting: list[_Queued] = []  # prompts submitted and not started, in order
+        self._turns = anyio.Lock()  # fair: turns start in the order they were submitted
+        self._tasks: set[Any] = set()
+        self.log: SessionLog | None = None
+        self.agent: Agent | None = None
+        self.running = False
+        if log is not None or hold:
+            self._take(self._models.get(None), log)
+            if not hold:
+                self._let_go()
+
+    # -- what hosts see --------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs, or one submitted is about to start."""
+        return self.running or bool(self._waiting)
+
+    @property
+    def queued(self) -> list[str]:
+        """Prompts waiting behind the running turn (or the one about to start), in order."""
+        waiting = self._waiting if self.running else self._waiting[1:]
+        return [queued.prompt for queued in waiting]
+
+    @property
+    def model(self) -> Model | None:
+        """The session's own model, once built (a turn may name another)."""
+        return self._models.get(self.default_spec)
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn will have."""
+        log = self.log if self.log is not None else self.runtime.reader(self.id)
+        return log.next_turn
+
+    def observe(self, on_event: EventSink | None = None, on_delta: DeltaSink | None = None) -> None:
+        """Report every event this session's turns append (a subagent's session's too: the
+        sink gets the log it went to) and every streamed chunk, as they happen."""
+        if on_event is not None:
+            self._event_sinks.append(on_event)
+        if on_delta is not None:
+            self._delta_sinks.append(on_delta)
+
+    def set_approval(self, approval: Approval | ApprovalFor) -> None:
+        """How the session's turns are approved from now on (a host whose asker needs the
+        session first, like the ACP bridge's)."""
+        self._approval = approval
+        if self.agent is not None and not callable(approval):
+            self.agent.approval = approval
+
+    def on_close(self, closer: Callable[[], object]) -> None:
+        """Call `closer` when the session closes (a host's per-session resources)."""
+        self._closers.append(closer)
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def run(self, prompt: str, spec: str | None = None) -> TurnOutcome:
+        """Run `prompt` as the session's next turn, after every turn submitted before it.
+
+        `spec` names another model for this turn (a session keeps one player per spec, so a
+        scripted one goes on where it stopped). A cancel while it waits drops it unrun.
+        """
+        model = await self.model_for(spec)
+        return await self._in_turn(self._enqueue(prompt, spec), model)
+
+    def submit(self, prompt: str, spec: str | None = None) -> dict[str, int]:
+        """Start `prompt` as a turn, or queue it: `{"turn": n}` or `{"queued": position}`.
+
+        The writer is taken here when the session was idle, so a session another process
+        writes is refused at once (SessionLocked), before anything is queued; the model for
+        `spec` must be ready (`await model_for(spec)`), so only the turn itself can fail.
+        """
+        model = self._models[spec or self.default_spec]
+        busy = self.busy
+        if not busy and self.log is None:
+            self._take(model)
+        answer = {"queued": len(self.queued) + 1} if busy else {"turn": self.next_turn}
+        task = _spawn(self._in_turn(self._enqueue(prompt, spec), model))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return answer
+
+    def _enqueue(self, prompt: str, spec: str | None) -> _Queued:
+        queued = _Queued(prompt, spec)
+        self._waiting.append(queued)
+        return queued
+
+    async def _in_turn(self, queued: _Queued, model: Model) -> TurnOutcome:
+        try:
+            async with self._turns:
+                self._waiting.remove(queued)
+                return await self._turn(queued.prompt, queued.spec, model)
+        finally:
+            if queued in self._waiting:  # cancelled while it waited
+                self._waiting.remove(queued)
+            if not self._hold and not self.busy:
+                self._let_go()
+
+    def cancel(self) -> bool:
+        """Cancel the running turn (a host's stop button); False when none runs."""
+        if self.agent is None or not self.running:
+            return False
+        self.agent.cancel()
+        return True
+
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel the running turn, or the next one when it has not started yet."""
+        if self.agent is not None:
+            self.agent.cancel()
+
+    async def compact(self) -> int | None:
+        """Compact the history by hand: the number of events summarized, None when cancelled."""
+        model = await self.model_for(None)
+        async with self._turns:
+            agent = self._take(model) if self.agent is None else self.agent
+            try:
+                return await agent.compact()
+            finally:
+                if not self._hold:
+                    self._let_go()
+
+    async def model_for(self, spec: str | None) -> Model:
+        """The session's player for `spec` (None: `default_spec`), built off the event loop on
+        first use (building one may read a file); raises what building it raised."""
+        key = spec or self.default_spec
+        model = self._models.get(key)
+        if model is None:
+            model = await anyio.to_thread.run_sync(self._make_model, key)
+            if key in self._models:  # built meanwhile by another request: keep one player
+                await model.aclose()
+            model = self._models.setdefault(key, model)
+        return model
+
+    def adopt(self, spec: str | None, model: Model) -> None:
+        """Play `model` for `spec` (a host that built it already, to check the spec)."""
+        self._models[spec or self.default_spec] = model
+
+    async def aclose(self) -> None:
+        """Close every model, let the writer go, and run the host's closers."""
+        for task in list(self._tasks):
+            task.cancel()
+        for model in self._models.values():
+            try:
+                await model.aclose()
+            except Exception:
+                logger.debug("closing model %s failed", model.name, exc_info=True)
+        self._let_go()
+        for closer in self._closers:
+            with contextlib.suppress(Exception):
+                closer()
+
+    # -- the writer ------------------------------------------------------------------------
+
+    async def _turn(self, prompt: str, spec: str | None, model: Model) -> TurnOutcome:
+        agent = self.agent if self.agent is not None else self._take(model)
+        agent.model = model
+        agent.compaction = self.runtime.compaction(model)
+        if self._approval is not None:
+            agent.approval = self._approval(spec) if callable(self._approval) else self._approval
+        self.running = True
+        try:
+            return await agent.run_turn(prompt)
+        finally:
+            self.running = False
+
+    def _take(self, model: Model | None, log: SessionLog | None = None) -> Agent:
+        """Take the writer (SessionLocked when another process holds it) and build the agent
+        on it, playing `model` until a turn names its own; a turn a crashed process left open
+        is closed first."""
+        from ..loop import Agent
+
+        if self.log is None:
+            self.log = log if log is not None else self.runtime.store.open(self.id)
+        runtime = self.runtime
+        model = model if model is not None else _NoModelYet()
+        self.agent = Agent(
+            self.log,
+            model,
+            self.tools,
+            max_steps=runtime.max_steps(),
+            store=runtime.store,
+            on_event=self._event,
+            on_delta=self._delta,
+            compaction=runtime.compaction(model),
+            approval=None if callable(self._approval) else self._approval,
+        )
+        self.agent.repair()
+        return self.agent
+
+    def _let_go(self) -> None:
+        if self.log is not None:
+            self.log.close()
+        self.log, self.agent = None, None
+
+    def _event(self, log: SessionLog, event: Event) -> None:
+        for sink in list(self._event_sinks):
+            sink(log, event)
+
+    def _delta(self, kind: Literal["text", "reasoning"], chunk: str) -> None:
+        for sink in list(self._delta_sinks):
+            sink(kind, chunk)
+
+
+class _NoModelYet:
+    """The model of an agent taken before any turn chose one (a repair needs none)."""
+
+    name = "none"
+    context_window = None
+    remaining = None
+
+    async def respond(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no model was chosen for this turn")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Queued:
+    """A prompt waiting for its turn (compared by identity: the same text may wait twice)."""
+
+    __slots__ = ("prompt", "spec")
+
+    def __init__(self, prompt: str, spec: str | None) -> None:
+        self.prompt = prompt
+        self.spec = spec
+
+
+def _spawn(coroutine: Any) -> Any:
+    import asyncio  # the web host's loop: submit is called from its request handlers
+
+    return asyncio.get_running_loop().create_task(coroutine)

@@ -1,0 +1,151 @@
+"""The session runtime: turns in submission order on one writer, a player per model spec,
+cancellation, crash repair when the writer is taken, and models closed with the session."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_core.log import SessionLocked
+from harness_core.loop import CRASHED_TURN, Approval
+from harness_core.models import ModelBase, ModelResponse, ScriptedModel
+from harness_core.runtime import Runtime, SessionRuntime
+
+
+class Closing(ModelBase):
+    """A model that answers once per turn and records whether it was closed."""
+
+    def __init__(self, name: str, texts: list[str]) -> None:
+        self.name = name
+        self.texts = list(texts)
+        self.closed = False
+        self.gate: asyncio.Event | None = None  # when set, each answer waits for it
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], on_delta: Any = None
+    ) -> ModelResponse:
+        if self.gate is not None:
+            await self.gate.wait()
+        return ModelResponse(text=self.texts.pop(0))
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def runtime(harness_home: Path) -> Runtime:
+    return Runtime(harness_home)
+
+
+async def idle(session: SessionRuntime) -> None:
+    """Until no turn runs or waits (polled: the runtime offers no event for it)."""
+    for _ in range(500):
+        if not session.busy:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the session's turns did not end")
+
+
+def prompts(session: SessionRuntime) -> list[str]:
+    log = session.runtime.reader(session.id)
+    return [str(e.data["text"]) for e in log.events if e.type == "message/user"]
+
+
+async def test_turns_run_in_the_order_they_were_submitted(runtime: Runtime) -> None:
+    """Three prompts sent at once: one runs, two wait (shown queued), all run in order."""
+    model = Closing("m", ["a", "b", "c"])
+    model.gate = asyncio.Event()
+    session = runtime.open(None, model, approval=Approval("auto"))
+    assert session.submit("first") == {"turn": 1}
+    assert session.submit("second") == {"queued": 1}
+    assert session.submit("third") == {"queued": 2}
+    await asyncio.sleep(0.05)
+    assert session.running and session.queued == ["second", "third"]
+    model.gate.set()
+    await idle(session)
+    assert prompts(session) == ["first", "second", "third"]
+    await session.aclose()
+
+
+async def test_a_session_that_lets_go_is_writable_by_another_process_between_runs(
+    runtime: Runtime,
+) -> None:
+    """hold=False takes the writer for a run of turns only; while it runs, a second writer
+    is refused at once."""
+    model = Closing("m", ["a", "b"])
+    session = runtime.open(None, model, hold=False)
+    assert session.log is None
+    with runtime.store.open(session.id), pytest.raises(SessionLocked):  # another writer
+        session.submit("refused while the other writer holds it")
+    model.gate = asyncio.Event()
+    session.submit("mine")
+    with pytest.raises(SessionLocked):
+        runtime.store.open(session.id)
+    model.gate.set()
+    await idle(session)
+    assert session.log is None
+    runtime.store.open(session.id).close()  # free again
+    await session.aclose()
+
+
+async def test_each_model_spec_keeps_its_own_player(runtime: Runtime, tmp_path: Path) -> None:
+    """A turn naming a spec builds its model once; the next turn on it goes on where the
+    script stopped, and closing the session closes every model it built."""
+    script = tmp_path / "script.json"
+    script.write_text('{"steps": [{"text": "one"}, {"text": "two"}]}')
+    default = Closing("default", ["d"])
+    session = runtime.open(None, default, approval=Approval("auto"))
+    spec = f"scripted:{script}"
+    assert (await session.run("go", spec)).text == "one"
+    assert (await session.run("again", spec)).text == "two"
+    assert (await session.run("default model")).text == "d"
+    scripted = await session.model_for(spec)
+    assert isinstance(scripted, ScriptedModel) and scripted.remaining == 0
+    await session.aclose()
+    assert default.closed
+
+
+async def test_taking_the_writer_closes_a_crashed_turn_first(runtime: Runtime) -> None:
+    """A turn a crashed process left open is ended before the session's next turn."""
+    log = runtime.create()
+    log.append("turn/start", {}, turn=1)
+    log.append("message/user", {"text": "crashed"}, turn=1)
+    log.close()
+    session = runtime.open(log.session_id, Closing("m", ["a"]), approval=Approval("auto"))
+    ended = session.runtime.reader(session.id).latest("turn/end")
+    assert ended is not None and ended.turn == 1 and ended.data["error"] == CRASHED_TURN
+    assert (await session.run("next")).status == "completed"
+    await session.aclose()
+
+
+async def test_cancel_ends_the_running_turn_and_only_it(runtime: Runtime) -> None:
+    """cancel() with no turn running does nothing (the next turn is not cancelled)."""
+    model = Closing("m", ["a", "b"])
+    session = runtime.open(None, model, approval=Approval("auto"))
+    assert session.cancel() is False
+    model.gate = asyncio.Event()
+    session.submit("long")
+    await asyncio.sleep(0.05)
+    assert session.cancel() is True
+    await idle(session)
+    model.gate.set()
+    assert (await session.run("next")).status == "completed"
+    ends = [
+        e.data["status"] for e in session.runtime.reader(session.id).events if e.type == "turn/end"
+    ]
+    assert ends == ["cancelled", "completed"]
+    await session.aclose()
+
+
+async def test_observers_see_every_event_and_chunk(runtime: Runtime) -> None:
+    """The stream of changes: each appended event (with its log) and each streamed chunk."""
+    session = runtime.open(None, ScriptedModel([{"text": "hello world"}]))
+    seen: list[str] = []
+    chunks: list[str] = []
+    session.observe(lambda log, event: seen.append(event.type), lambda kind, c: chunks.append(c))
+    await session.run("hi")
+    assert seen == ["turn/start", "message/user", "message/assistant", "turn/end"]
+    assert "".join(chunks) == "hello world"
+    await session.aclose()
