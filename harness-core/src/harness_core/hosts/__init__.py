@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
+    from ..sanitize import LABEL_WIDTH, clean, one_line, visible
     from ._conversation import (
         Change,
         ChangeKind,
@@ -39,11 +40,14 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         Styled,
         TerminalStrip,
     )
-    from ._sanitize import LABEL_WIDTH, clean, one_line, visible
     from ._snapshot import SessionSnapshot
 
+_SANITIZE = "harness_core.sanitize"  # a layer down: the models use it too
 _EXPORTS = {
-    "LABEL_WIDTH": "_sanitize",
+    "LABEL_WIDTH": _SANITIZE,
+    "clean": _SANITIZE,
+    "one_line": _SANITIZE,
+    "visible": _SANITIZE,
     "Change": "_conversation",
     "ChangeKind": "_conversation",
     "Command": "_extensions",
@@ -64,10 +68,7 @@ _EXPORTS = {
     "ToolRow": "_conversation",
     "TurnState": "_conversation",
     "approval_note": "_conversation",
-    "clean": "_sanitize",
     "compaction_line": "_conversation",
-    "one_line": "_sanitize",
-    "visible": "_sanitize",
 }
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._sanitize import one_line
+from ..sanitize import one_line
 
 if TYPE_CHECKING:  # the query commands use the sanitizer without loading the tools package
     from ..tools import ToolRegistry

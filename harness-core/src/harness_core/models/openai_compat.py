@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 import anyio
 import openai
 
+from ..sanitize import one_line
 from ._base import (
     ContextLengthExceeded,
     DeltaSink,
@@ -37,6 +38,7 @@ from ._base import (
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
 
+ERROR_WIDTH: Final = 300  # characters of a provider's error message shown
 logger = logging.getLogger("harness.models")
 
 # `read` bounds the silence between two bytes of a stream, not the whole answer: a long answer
@@ -96,7 +98,7 @@ class _MalformedChunk(_BrokenStream):
     """A stream chunk that is not JSON, or not shaped like a completion chunk."""
 
     def __init__(self, number: int, problem: BaseException) -> None:
-        detail = _one_line(f"{type(problem).__name__}: {problem}", 200)
+        detail = one_line(f"{type(problem).__name__}: {problem}", 200)
         super().__init__(f"a malformed chunk from the provider (chunk {number}: {detail})")
 
 
@@ -174,7 +176,7 @@ class OpenAICompatModel(ModelBase):
                     raise ModelError(self._transport_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt)
             except openai.OpenAIError as exc:
-                raise ModelError(f"{self.name}: {_one_line(str(exc))}") from exc
+                raise ModelError(f"{self.name}: {one_line(str(exc), ERROR_WIDTH)}") from exc
             except UnicodeDecodeError as exc:  # the SDK decodes the body as UTF-8, strictly
                 raise ModelError(
                     f"{self.name}: the provider sent a response that is not valid UTF-8 "
@@ -401,8 +403,8 @@ def _provider_detail(exc: openai.APIStatusError) -> str:
     if isinstance(body, Mapping):
         error = body.get("error", body)
         if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-            return _one_line(error["message"])
-    return _one_line(exc.message)
+            return one_line(error["message"], ERROR_WIDTH)
+    return one_line(exc.message, ERROR_WIDTH)
 
 
 def _cause(exc: BaseException) -> str:
@@ -411,10 +413,5 @@ def _cause(exc: BaseException) -> str:
     while inner is not None and not str(inner):
         inner = inner.__cause__ or inner.__context__
     if inner is None:
-        return _one_line(str(exc))
-    return _one_line(f"{type(inner).__name__}: {inner}")
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = re.sub(r"\s+", " ", text).strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+        return one_line(str(exc), ERROR_WIDTH)
+    return one_line(f"{type(inner).__name__}: {inner}", ERROR_WIDTH)
