@@ -4,11 +4,12 @@ read; anything older comes back from the file (docs/log.md, "Memory")."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 
 from harness_core.hosts import Conversation
 from harness_core.log import Event, SessionLog, SessionStore, ToolApproval
 
-from conftest import WriteTurn
+WriteTurn = Callable[[SessionLog, str], int]
 
 
 def _written(store: SessionStore, write_turn: WriteTurn, turns: int) -> SessionLog:
