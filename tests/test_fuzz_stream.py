@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from harness_core.log import EventTypeRegistry, SessionLog, SessionStore
+from harness_core.log import EventTypeRegistry, FileLog, SessionStore
 from harness_core.loop import Agent, TurnOutcome
 from harness_core.models.openai_compat import OpenAICompatModel, RetryPolicy
 from harness_core.testing.openai_server import OpenAIServer, Reply, reply, tool_call
@@ -99,7 +99,7 @@ async def run_turn(server: OpenAIServer, store: SessionStore) -> tuple[TurnOutco
 
 def assert_well_formed(path: Path, registry: EventTypeRegistry) -> None:
     """The file replays without problems, ends the turn, and leaves no call unanswered."""
-    log = SessionLog.open(path, registry, writable=False)
+    log = FileLog.open(path, registry, writable=False)
     assert log.problems == []
     assert log.events[-1].type == "turn/end"
     assert log.projection.pending_calls == {}

@@ -8,6 +8,7 @@ from harness_core.log import (
     SUMMARY_HEADER,
     ContextCompact,
     EventTypeRegistry,
+    FileLog,
     History,
     SessionLog,
     SessionStore,
@@ -107,7 +108,7 @@ def test_a_reopened_compacted_session_derives_the_same_messages(
             log_turn(log, f"prompt {number}")
             _compact(log, keep=3, summary=f"summary {number}")
         live = log.projection.request_messages()
-    reopened = SessionLog.open(log.path, log_store.registry, writable=False)
+    reopened = FileLog.open(log.path, log_store.registry, writable=False)
     assert reopened.projection.request_messages() == live
     assert derive_messages(reopened.events, log_store.registry.surface) == live
 
@@ -133,6 +134,6 @@ def test_what_plugins_carry_follows_the_summary(
         summary = log.projection.request_messages()[1]["content"]
     compaction = next(e for e in log.events if e.type == "context/compact")
     assert summary.endswith(f"\n\ncarried up to seq {compaction.seq - 1}")
-    reopened = SessionLog.open(log.path, registry, writable=False)
+    reopened = FileLog.open(log.path, registry, writable=False)
     assert reopened.projection.request_messages()[1]["content"] == summary
     assert seen == [compaction.seq - 1] * 2

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness_core.log import Event, EventTypeRegistry, SessionLog
+from harness_core.log import Event, EventTypeRegistry, FileLog
 
 TRIALS = 50
 
@@ -27,7 +27,7 @@ _WRITERS = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from harness_core.log import EventTypeRegistry, SessionLog, SessionStart
+    from harness_core.log import EventTypeRegistry, FileLog, SessionStart
 
     def report(word, number):
         os.write(1, f"{word} {number}\\n".encode())  # one write: a kill cannot split the line
@@ -35,10 +35,10 @@ _WRITERS = textwrap.dedent(
     def write_forever(path):
         registry = EventTypeRegistry()
         if path.exists():
-            log = SessionLog.open(path, registry)
+            log = FileLog.open(path, registry)
         else:
             start = SessionStart(id="crash", created="2026-01-01T00:00:00.000Z", harness_version="t")
-            log = SessionLog.create(path, registry, start)
+            log = FileLog.create(path, registry, start)
 
         def mark():
             return f"event {log.next_seq}"
@@ -170,7 +170,7 @@ def test_sigkill_never_loses_a_committed_event(tmp_path: Path, writers: _WriterF
             continue
         data = path.read_bytes()
         assert data.startswith(verified), f"trial {trial}: bytes already verified were rewritten"
-        with SessionLog.open(path, registry) as log:
+        with FileLog.open(path, registry) as log:
             seqs = [e.seq for e in log.events]
             assert seqs == list(range(len(seqs))), f"trial {trial}: seq not gapless"
             assert all("moved aside" in p for p in log.problems), log.problems

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
-from harness_core.log import EnvelopeError, Event, SessionLog, SessionStore, UserMessage
+from harness_core.log import EnvelopeError, Event, FileLog, SessionStore, UserMessage
 from harness_core.log._envelope import decode_line, now_ts
 
 # Each of these breaks `str.splitlines()` (or a naive C reader) but is legal inside a JSON string.
@@ -56,7 +56,7 @@ def test_text_round_trips_through_a_session_file(log_store: SessionStore, text: 
     raw = path.read_bytes()
     assert raw.count(b"\n") == 3, "one line per event: nothing inside a string may add a line"
     assert b"\x00" not in raw, "NUL is written as the escape \\u0000"
-    reopened = SessionLog.open(path, log_store.registry, writable=False)
+    reopened = FileLog.open(path, log_store.registry, writable=False)
     assert reopened.problems == []
     assert reopened.events[0].data["system_prompt"] == text
     assert reopened.events[2].data["text"] == text
@@ -72,7 +72,7 @@ def test_lines_are_split_on_newline_bytes_only(log_store: SessionStore) -> None:
         path = log.path
     raw = path.read_bytes()
     assert len(raw.decode().splitlines()) > len(raw.split(b"\n")) - 1  # the trap is real
-    reopened = SessionLog.open(path, log_store.registry, writable=False)
+    reopened = FileLog.open(path, log_store.registry, writable=False)
     assert [e.data.get("text") for e in reopened.events[2:]] == TRICKY_TEXTS
 
 

@@ -8,7 +8,7 @@ from harness_core.log import (
     EventType,
     EventTypeConflict,
     EventTypeRegistry,
-    SessionLog,
+    FileLog,
     SessionStore,
     UserMessage,
     derive_messages,
@@ -130,7 +130,7 @@ def test_a_subclass_payload_is_stored_as_the_declared_model(log_store: SessionSt
         event = log.append("test/bookmark", NotedBookmark(label="x", note="private"), turn=1)
         path = log.path
     assert event.data == {"label": "x"}
-    assert SessionLog.open(path, log_store.registry, writable=False).events[-1].data == event.data
+    assert FileLog.open(path, log_store.registry, writable=False).events[-1].data == event.data
 
 
 def test_unknown_type_append_names_the_hook(log_store: SessionStore) -> None:
@@ -170,7 +170,7 @@ def test_payloads_keep_fields_a_newer_harness_added(log_store: SessionStore) -> 
         log.append("turn/start", {}, turn=1)
         log.append("message/user", {"text": "hi", "attachments": ["a.png"]}, turn=1)
         path = log.path
-    reopened = SessionLog.open(path, log_store.registry, writable=False)
+    reopened = FileLog.open(path, log_store.registry, writable=False)
     assert reopened.events[2].data == {"text": "hi", "attachments": ["a.png"]}
     assert UserMessage.model_validate(reopened.events[2].data).text == "hi"
 

@@ -10,6 +10,7 @@ from harness_core.log import (
     AssistantMessage,
     Event,
     EventTypeRegistry,
+    FileLog,
     SessionLog,
     SessionStore,
     ToolCall,
@@ -68,11 +69,11 @@ def test_every_cut_recovers_exactly_the_complete_records(
         complete = sum(1 for end in ends if end <= offset)
         good = ends[complete - 1]
 
-        reader = SessionLog.open(path, log_registry, writable=False)
+        reader = FileLog.open(path, log_registry, writable=False)
         assert reader.events == events[:complete], f"read-only open, cut at {offset}"
         assert path.read_bytes() == full[:offset], "a reader never changes the file"
 
-        log = SessionLog.open(path, log_registry)
+        log = FileLog.open(path, log_registry)
         try:
             assert log.events == events[:complete], f"cut at {offset}"
             assert log.committed_seq == complete - 1
@@ -88,7 +89,7 @@ def test_every_cut_recovers_exactly_the_complete_records(
             assert added.seq == complete
         finally:
             log.close()
-        again = SessionLog.open(path, log_registry, writable=False)
+        again = FileLog.open(path, log_registry, writable=False)
         assert again.events == [*events[:complete], added]
         assert again.problems == []
 
@@ -101,10 +102,10 @@ def test_a_second_tear_at_the_same_offset_keeps_the_first_aside_file(
     good = _line_ends(full)[-2]
     path = tmp_path / "session.jsonl"
     path.write_bytes(full[:good] + b'{"seq": first tear')
-    SessionLog.open(path, log_registry).close()
+    FileLog.open(path, log_registry).close()
     with path.open("ab") as handle:
         handle.write(b'{"seq": second tear')
-    with SessionLog.open(path, log_registry) as log:
+    with FileLog.open(path, log_registry) as log:
         assert len(log.events) == len(events) - 1
     first = path.with_name(f"session.jsonl.torn-{good}")
     second = path.with_name(f"session.jsonl.torn-{good}-1")
@@ -120,7 +121,7 @@ def test_zero_filled_tail_from_a_power_cut_is_set_aside(
     full, events = original
     path = tmp_path / "session.jsonl"
     path.write_bytes(full + b"\x00" * 4096)
-    with SessionLog.open(path, log_registry) as log:
+    with FileLog.open(path, log_registry) as log:
         assert log.events == events
         _continue(log)
     assert path.with_name(f"session.jsonl.torn-{len(full)}").read_bytes() == b"\x00" * 4096

@@ -16,6 +16,7 @@ import pytest
 from harness_core.log import (
     Event,
     EventTypeRegistry,
+    FileLog,
     NotASession,
     ReadOnlyLog,
     SessionLog,
@@ -66,7 +67,7 @@ def test_append_writes_at_once_but_commits_only_on_commit(
     log.append("message/user", UserMessage(text="hi"), turn=1)
     assert syncs == []
     assert log.committed_seq == 0
-    reader = SessionLog.open(log.path, log_store.registry, writable=False)
+    reader = FileLog.open(log.path, log_store.registry, writable=False)
     assert [e.type for e in reader.events] == ["session/start", "turn/start", "message/user"]
     log.commit()
     assert syncs == ["data"]
@@ -170,7 +171,7 @@ def test_create_never_replaces_an_existing_file(
     path.write_bytes(b"precious\n")
     start = SessionStart(id="taken", created="2026-01-01T00:00:00.000Z", harness_version="0")
     with pytest.raises(FileExistsError):
-        SessionLog.create(path, log_registry, start)
+        FileLog.create(path, log_registry, start)
     assert path.read_bytes() == b"precious\n"
 
 
@@ -230,7 +231,7 @@ def test_failed_write_leaves_no_partial_line(
     assert report["error"] and "could not append" in report["error"]
     assert report["after_failure"] == report["good"], "the partial line was cut off"
     assert report["next_seq"] == 2, "the failed event took no seq"
-    reopened = SessionLog.open(Path(report["path"]), log_registry, writable=False)
+    reopened = FileLog.open(Path(report["path"]), log_registry, writable=False)
     assert reopened.problems == []
     assert [(e.seq, e.data.get("text")) for e in reopened.events[1:]] == [(1, None), (2, "small")]
 
@@ -276,7 +277,7 @@ def test_only_a_regular_file_is_opened_never_through_a_symlink(
     victim = tmp_path / "victim.txt"
     before = victim.read_bytes()
     with pytest.raises(NotASession, match="not a regular file") as caught:
-        SessionLog.open(path, log_registry, writable=writable)
+        FileLog.open(path, log_registry, writable=writable)
     assert "\n" not in str(caught.value)
     assert victim.read_bytes() == before
     assert [p.name for p in tmp_path.glob("*.torn-*")] == []
@@ -292,7 +293,7 @@ def test_session_and_torn_tail_files_are_private(
             pass
         with log.path.open("ab") as handle:
             handle.write(b'{"seq":1,"ty')
-        SessionLog.open(log.path, log_registry).close()
+        FileLog.open(log.path, log_registry).close()
     finally:
         os.umask(old)
     (aside,) = log.path.parent.glob("*.torn-*")
@@ -307,7 +308,7 @@ def test_a_create_that_cannot_write_its_header_leaves_no_file(
     path = tmp_path / "new.jsonl"
     start = SessionStart(id="new", created="c", harness_version="0", cwd="/tmp/\udcff")
     with pytest.raises(ValueError, match="cannot be written as JSON"):
-        SessionLog.create(path, log_registry, start)
+        FileLog.create(path, log_registry, start)
     assert not path.exists()
 
 
@@ -318,5 +319,5 @@ def test_other_os_errors_on_open_are_reported_as_they_are(
 ) -> None:
     """A missing file or a name too long is the OS's own error, not "not a regular file"."""
     with pytest.raises(OSError, match=r"No such file|File name too long") as caught:
-        SessionLog.open(tmp_path / name, log_registry, writable=writable)
+        FileLog.open(tmp_path / name, log_registry, writable=writable)
     assert caught.value.errno in (errno.ENOENT, errno.ENAMETOOLONG)

@@ -14,6 +14,7 @@ from harness_core.log import (
     Event,
     EventType,
     EventTypeRegistry,
+    FileLog,
     SessionLog,
     SessionStore,
     TurnEnd,
@@ -99,7 +100,7 @@ def test_a_writer_that_reopens_the_session_goes_on_with_its_index(
 ) -> None:
     """Resuming a session keeps the far-back answer cheap: the index still starts at 0."""
     path = far_back_session(log_store, megabytes=2)
-    with SessionLog.open(path, log_store.registry) as log:
+    with FileLog.open(path, log_store.registry) as log:
         append_turn(log, filler=3)
     assert orjson.loads(index_file(path).read_bytes())["start"] == 0
     log_bytes_read.clear()
@@ -121,7 +122,7 @@ def test_a_writer_after_a_crash_goes_on_from_the_last_save(
     append_turn(log, filler=50)
     log.close()
     index_file(log.path).write_bytes(at_the_crash)
-    with SessionLog.open(log.path, log_store.registry) as reopened:
+    with FileLog.open(log.path, log_store.registry) as reopened:
         append_turn(reopened, filler=1)
     assert orjson.loads(index_file(log.path).read_bytes())["start"] == 0
     log_bytes_read.clear()
@@ -242,7 +243,7 @@ def test_a_log_without_an_index_is_indexed_from_where_a_writer_opens_it(
     path = far_back_session(log_store, megabytes=1)
     index_file(path).unlink()
     size_at_open = path.stat().st_size
-    with SessionLog.open(path, log_store.registry) as log:
+    with FileLog.open(path, log_store.registry) as log:
         append_turn(log)
     assert orjson.loads(index_file(path).read_bytes())["start"] == size_at_open
     assert find_latest(path, NOTES) == forward_latest(path, NOTES)
@@ -296,7 +297,7 @@ def test_queries_agree_with_a_forward_read_after_any_history(
     saves = [index_file(path).read_bytes()]
     for number, (action, turns, note) in enumerate(plan):
         if action == "write":
-            with SessionLog.open(path, log_registry) as log:
+            with FileLog.open(path, log_registry) as log:
                 for turn in range(turns):
                     append_turn(log, note=f"note {number}.{turn}" if note else None)
             if index_file(path).exists():

@@ -10,6 +10,7 @@ from harness_core.log import (
     Event,
     EventType,
     EventTypeRegistry,
+    FileLog,
     InvariantViolation,
     SessionLog,
     SessionStore,
@@ -92,7 +93,7 @@ def test_a_session_with_only_its_header_reopens_and_takes_a_turn(
     """Reopened after a crash right after create: the next event is seq 1, in a new turn."""
     with log_store.create() as log:
         pass
-    with SessionLog.open(log.path, log_registry) as reopened:
+    with FileLog.open(log.path, log_registry) as reopened:
         assert reopened.append("turn/start", {}, turn=1).seq == 1
 
 
@@ -248,7 +249,7 @@ def test_calls_outside_any_turn_in_a_damaged_log_do_not_block_the_next_turn(
     lines = log.path.read_bytes().split(b"\n")
     lines[1] = b"z" + lines[1][1:]  # found by tests/test_fuzz.py: the turn/start is not JSON
     log.path.write_bytes(b"\n".join(lines))
-    with SessionLog.open(log.path, log_registry) as reopened:
+    with FileLog.open(log.path, log_registry) as reopened:
         reopened.append("turn/start", {}, turn=2)
         reopened.append("message/user", {"text": "go on"}, turn=2)
     assert reopened.projection.request_messages()[-1] == {"role": "user", "content": "go on"}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from harness_core.log import SessionLocked, SessionLog, SessionStore
+from harness_core.log import FileLog, SessionLocked, SessionLog, SessionStore
 
 WriteTurn = Callable[[SessionLog, str], int]
 
@@ -20,9 +20,9 @@ _HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from harness_core.log import EventTypeRegistry, SessionLog
+    from harness_core.log import EventTypeRegistry, FileLog
 
-    log = SessionLog.open(Path(sys.argv[1]), EventTypeRegistry())
+    log = FileLog.open(Path(sys.argv[1]), EventTypeRegistry())
     log.append("turn/start", {}, turn=2)
     log.commit()
     print("holding", flush=True)
@@ -35,10 +35,10 @@ _CONTENDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from harness_core.log import EventTypeRegistry, SessionLocked, SessionLog
+    from harness_core.log import EventTypeRegistry, FileLog, SessionLocked
 
     try:
-        SessionLog.open(Path(sys.argv[1]), EventTypeRegistry())
+        FileLog.open(Path(sys.argv[1]), EventTypeRegistry())
     except SessionLocked as exc:
         print(exc.holder, exc, sep="|")
         sys.exit(3)
@@ -77,7 +77,7 @@ def _open_without_blocking(path: Path, store: SessionStore) -> BaseException | S
 
     def attempt() -> None:
         try:
-            outcome.append(SessionLog.open(path, store.registry))
+            outcome.append(FileLog.open(path, store.registry))
         except BaseException as exc:
             outcome.append(exc)
 
@@ -131,7 +131,7 @@ def test_lock_is_released_when_the_holder_is_killed(
     """SIGKILL leaves no stale lock: the next writer opens the session."""
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=30)
-    with SessionLog.open(session_path, log_store.registry) as log:
+    with FileLog.open(session_path, log_store.registry) as log:
         assert log.events[-1].type == "turn/start"  # what the holder committed is there
 
 
@@ -147,7 +147,7 @@ def test_reader_works_beside_a_writer_in_another_process(
     session_path: Path, log_store: SessionStore, holder: subprocess.Popen[str]
 ) -> None:
     """A read-only open needs no lock and sees what the other process wrote."""
-    reader = SessionLog.open(session_path, log_store.registry, writable=False)
+    reader = FileLog.open(session_path, log_store.registry, writable=False)
     assert reader.events[-1].type == "turn/start"
     assert reader.events[-1].turn == 2
     assert reader.problems == []

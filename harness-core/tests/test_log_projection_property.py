@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_core.log import EventTypeRegistry, SessionLog, SessionStore, derive_messages
+from harness_core.log import EventTypeRegistry, FileLog, SessionLog, SessionStore, derive_messages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -122,7 +122,7 @@ def test_incremental_projection_equals_a_fresh_replay(
                 assert incremental == derive_messages(log.events, log_registry.surface)
                 _assert_well_formed(incremental)
             incremental = log.projection.request_messages()
-        replayed = SessionLog.open(log.path, log_registry, writable=False)
+        replayed = FileLog.open(log.path, log_registry, writable=False)
         assert replayed.events == log.events
         assert derive_messages(replayed.events, log_registry.surface) == incremental
         assert replayed.projection.request_messages() == incremental

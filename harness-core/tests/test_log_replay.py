@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from harness_core.log import (
     EventTypeRegistry,
+    FileLog,
     NotASession,
     SessionLog,
     SessionStore,
@@ -45,7 +46,7 @@ def test_replay_rebuilds_events_projection_and_committed_seq(
         log_turn(log, "one")
         log_turn(log, "two")
         written, messages = list(log.events), log.projection.request_messages()
-    reopened = SessionLog.open(log.path, log_store.registry, writable=False)
+    reopened = FileLog.open(log.path, log_store.registry, writable=False)
     assert reopened.events == written
     assert reopened.projection.request_messages() == messages
     assert reopened.committed_seq == written[-1].seq
@@ -58,8 +59,8 @@ def test_reading_a_session_loads_no_pydantic(log_store: SessionStore, log_turn: 
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from harness_core.log import EventTypeRegistry, SessionLog\n"
-        f"log = SessionLog.open(Path({str(path)!r}), EventTypeRegistry(), writable=False)\n"
+        "from harness_core.log import EventTypeRegistry, FileLog\n"
+        f"log = FileLog.open(Path({str(path)!r}), EventTypeRegistry(), writable=False)\n"
         "assert log.projection.request_messages()\n"
         "print(sorted(m for m in sys.modules if m.startswith('pydantic')))\n"
     )
@@ -75,7 +76,7 @@ def test_unknown_type_is_kept_and_skipped_with_a_problem(
     path = _session(log_store, log_turn)
     bare = EventTypeRegistry()  # the plugin that declared test/note is gone
     with caplog.at_level(logging.WARNING, logger="harness.log"):
-        log = SessionLog.open(path, bare)
+        log = FileLog.open(path, bare)
     try:
         assert [e.type for e in log.events].count("test/note") == 2
         assert log.problems == ["unknown event type 'test/note' kept and skipped"]
@@ -84,9 +85,7 @@ def test_unknown_type_is_kept_and_skipped_with_a_problem(
         log.append("turn/start", {}, turn=3)  # the session continues
     finally:
         log.close()
-    assert [e.type for e in SessionLog.open(path, bare, writable=False).events].count(
-        "test/note"
-    ) == 2
+    assert [e.type for e in FileLog.open(path, bare, writable=False).events].count("test/note") == 2
 
 
 @pytest.mark.parametrize("block", [7, 64, 1 << 20])
@@ -111,7 +110,7 @@ def test_read_lines_streams_what_a_reader_would_replay(
     warned = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="harness.log"):
-        opened = SessionLog.open(path, bare, writable=False)
+        opened = FileLog.open(path, bare, writable=False)
     assert streamed == lines[:5] + lines[6:] and len(opened.events) == len(streamed)
     assert warned == [r.getMessage().split(": ", 1)[1] for r in caplog.records]
     assert warned == [
@@ -143,7 +142,7 @@ def test_garbled_middle_line_is_kept_on_disk_and_skipped(
     path.write_bytes(b"\n".join(lines) + b"\n")
     damaged = path.read_bytes()
     with caplog.at_level(logging.WARNING, logger="harness.log"):
-        log = SessionLog.open(path, log_store.registry)
+        log = FileLog.open(path, log_store.registry)
     try:
         assert [e.seq for e in log.events] == [n for n in range(len(lines)) if n != 5]
         assert log.problems[0].startswith("line 6: ")
@@ -165,7 +164,7 @@ def test_repeated_line_is_skipped_not_replayed_twice(
     lines = _lines(path)
     lines.insert(4, lines[3])
     path.write_bytes(b"\n".join(lines) + b"\n")
-    log = SessionLog.open(path, log_store.registry, writable=False)
+    log = FileLog.open(path, log_store.registry, writable=False)
     assert [e.seq for e in log.events] == list(range(len(lines) - 1))
     assert log.problems == ["line 5: not a well-formed envelope in sequence; skipped"]
 
@@ -178,7 +177,7 @@ def test_writer_moves_a_torn_tail_aside_and_continues(
     good = path.read_bytes()
     path.write_bytes(good + b'{"seq":9,"type":"turn/st')
     with caplog.at_level(logging.WARNING, logger="harness.log"):
-        log = SessionLog.open(path, log_store.registry)
+        log = FileLog.open(path, log_store.registry)
     try:
         aside = path.with_name(f"{path.name}.torn-{len(good)}")
         assert aside.read_bytes() == b'{"seq":9,"type":"turn/st'
@@ -197,7 +196,7 @@ def test_reader_ignores_a_torn_tail_without_touching_the_file(
     path = _session(log_store, log_turn, turns=1)
     torn = path.read_bytes() + b'{"seq":9,"ty'
     path.write_bytes(torn)
-    log = SessionLog.open(path, log_store.registry, writable=False)
+    log = FileLog.open(path, log_store.registry, writable=False)
     assert len(log.events) == 9
     assert log.problems == ["ignoring 12 bytes after the last newline"]
     assert path.read_bytes() == torn
@@ -212,7 +211,7 @@ def test_an_empty_file_is_refused_by_readers_and_writers(
     path = tmp_path / "empty.jsonl"
     path.touch()
     with pytest.raises(NotASession, match="empty file, not a session"):
-        SessionLog.open(path, log_registry, writable=writable)
+        FileLog.open(path, log_registry, writable=writable)
     assert path.read_bytes() == b""
 
 
@@ -232,7 +231,7 @@ def test_a_writer_opens_only_a_file_that_starts_with_a_session_start(
     path = tmp_path / "other.jsonl"
     path.write_bytes(content)
     with pytest.raises(NotASession, match=re.escape(problem)) as caught:
-        SessionLog.open(path, log_registry)
+        FileLog.open(path, log_registry)
     assert "\n" not in str(caught.value)
     assert path.read_bytes() == content
     assert list(tmp_path.glob("*.torn-*")) == []
@@ -262,7 +261,7 @@ def test_refresh_reads_what_a_writer_appended(log_store: SessionStore, log_turn:
     """A reader's refresh returns the events appended since it opened, and only those."""
     writer = log_store.create(system_prompt="sys")
     try:
-        reader = SessionLog.open(writer.path, log_store.registry, writable=False)
+        reader = FileLog.open(writer.path, log_store.registry, writable=False)
         assert reader.refresh() == []
         log_turn(writer, "one")
         fresh = reader.refresh()
@@ -280,7 +279,7 @@ def test_refresh_waits_for_a_line_to_be_complete(
 ) -> None:
     """Half a line seen by a reader is left for later, then read once its newline lands."""
     path = _session(log_store, log_turn, turns=1)
-    reader = SessionLog.open(path, log_store.registry, writable=False)
+    reader = FileLog.open(path, log_store.registry, writable=False)
     line = b'{"seq":9,"type":"turn/start","ts":"2026-01-01T00:00:00.000Z","data":{},"turn":2}\n'
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
@@ -299,7 +298,7 @@ def test_refresh_reports_a_garbled_line_with_its_problem(
 ) -> None:
     """A damaged line arriving through refresh is skipped with a problem like on open."""
     path = _session(log_store, log_turn, turns=1)
-    reader = SessionLog.open(path, log_store.registry, writable=False)
+    reader = FileLog.open(path, log_store.registry, writable=False)
     with path.open("ab") as handle:
         handle.write(b"garbage\n")
         handle.write(b'{"seq":10,"type":"turn/start","ts":"t","data":{},"turn":2}\n')

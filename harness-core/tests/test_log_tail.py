@@ -11,6 +11,7 @@ from harness_core.log import (
     Event,
     EventType,
     EventTypeRegistry,
+    FileLog,
     SessionLog,
     SessionStore,
     find_latest,
@@ -47,7 +48,7 @@ def _session_with_filler(store: SessionStore, write_turn: WriteTurn, filler_turn
         seq += 1
     with path.open("ab") as handle:
         handle.write(b"".join(lines))
-    with SessionLog.open(path, store.registry) as log:
+    with FileLog.open(path, store.registry) as log:
         write_turn(log, "the last turn")
     return path
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import anyio
 import pytest
-from harness_core.log import Event, SessionLog, SessionStore, derive_messages
+from harness_core.log import Event, FileLog, SessionLog, SessionStore, derive_messages
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT, Agent
 from harness_core.models import ModelResponse, ScriptedModel
 from harness_core.plugins import PluginHost
@@ -151,7 +151,7 @@ async def test_commits_happen_at_step_boundaries(
     # results (one batch), 8 assistant, 9 approval, 10 result, then the text answer 11 runs
     # no tool, so it is committed with the turn end 12.
     assert commits == [2, 3, 7, 8, 10, 12]
-    on_disk = SessionLog.open(log.path, store.registry, writable=False)
+    on_disk = FileLog.open(log.path, store.registry, writable=False)
     assert on_disk.events == log.events
 
 
@@ -384,6 +384,6 @@ async def test_a_result_the_log_cannot_store_becomes_an_error_result(
     assert answer["role"] == "tool"
     assert answer["content"].startswith("Error: unstorable ")
     assert reason in answer["content"]
-    reopened = SessionLog.open(agent.session.path, store.registry, writable=False)
+    reopened = FileLog.open(agent.session.path, store.registry, writable=False)
     assert reopened.problems == []
     assert reopened.events == agent.session.events

@@ -34,7 +34,7 @@ def hub_for(home: Path, max_sessions: int) -> Hub:
     web = WebRuntime(
         runtime=Runtime(home),
         make_model=lambda spec: Counted(),
-        default_model=None,
+        default_model="counted",
         cwd=str(home),
         approval=lambda asker: Approval("auto"),
         max_sessions=max_sessions,

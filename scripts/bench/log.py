@@ -28,6 +28,7 @@ from harness_core.log import (
     AssistantMessage,
     EventType,
     EventTypeRegistry,
+    FileLog,
     SessionLog,
     SessionStart,
     SessionStore,
@@ -165,7 +166,7 @@ def _start(session_id: str) -> SessionStart:
 def write_session(path: Path, events: int, seed: int) -> None:
     """A session of about `events` events (session/start included), ending in the final turn."""
     writer = SessionWriter(seed)
-    with SessionLog.create(path, registry(), _start(path.stem)) as log:
+    with FileLog.create(path, registry(), _start(path.stem)) as log:
         budget = events - 1 - FINAL_TURN_EVENTS
         while budget > 0:
             turn = list(writer.turn_events())
@@ -231,7 +232,7 @@ def bench_commit(work: Path, commits: int, repetitions: int) -> Row:
 
     def log_side() -> float:
         path = work / f"commit-{next(counter)}.jsonl"
-        log = SessionLog.create(path, registry(), _start(path.stem))
+        log = FileLog.create(path, registry(), _start(path.stem))
         syncing = 0.0
         started = clock()
         for index in range(0, len(batch), 8):
@@ -309,7 +310,7 @@ def bench_replay(path: Path, repetitions: int, *, gc_enabled_for_baseline: bool)
 
     def log_side() -> float:
         started = time.perf_counter()
-        log = SessionLog.open(path, types, writable=False)
+        log = FileLog.open(path, types, writable=False)
         log.projection.request_messages()
         elapsed = time.perf_counter() - started
         assert not log.problems, log.problems[:3]

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Final
 
 import log as log_bench  # scripts/bench/log.py: the realistic session generator
-from harness_core.log import SessionLog, ToolCall
+from harness_core.log import FileLog, ToolCall
 
 HARNESS: Final = str(Path(sys.executable).with_name("harness"))
 PARSE_WITH_JSON: Final = "import json, sys\nfor line in open(sys.argv[1], 'rb'):\n json.loads(line)"
@@ -71,7 +71,7 @@ def write_far_plan_session(path: Path, events: int, seed: int) -> None:
     """About `events` events: a first turn that writes the plan, then turns without one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = FarPlanWriter(seed)
-    with SessionLog.create(path, log_bench.registry(), log_bench._start(path.stem)) as log:
+    with FileLog.create(path, log_bench.registry(), log_bench._start(path.stem)) as log:
         turns: Iterator[log_bench.Append] = writer.final_turn()
         while True:
             for kind, payload, turn in turns:
@@ -84,7 +84,7 @@ def write_far_plan_session(path: Path, events: int, seed: int) -> None:
 def add_plan_at_the_tail(source: Path, path: Path) -> None:
     """A copy of `source` that ends with a turn writing a new plan (it stands)."""
     shutil.copyfile(source, path)
-    with SessionLog.open(path, log_bench.registry()) as log:
+    with FileLog.open(path, log_bench.registry()) as log:
         writer = FarPlanWriter(seed=2)
         writer.turn = log.events[-1].turn or 0
         for kind, payload, turn in writer.final_turn():

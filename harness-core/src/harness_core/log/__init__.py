@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         Usage,
         UserMessage,
     )
-    from ._file import EventSink, LogWriteError, ReadOnlyLog, SessionLog, read_lines
+    from ._file import FileLog, read_lines
     from ._folds import History, history_of
     from ._invariants import InvariantViolation, dev_mode
     from ._listing import SessionSummary
@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         MessageProjection,
         derive_messages,
     )
+    from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
     from ._store import SessionNotFound, SessionStore, default_home
     from ._tail import find_latest, last_event
     from ._types import (
@@ -68,19 +69,20 @@ _EXPORTS: Final = {
     "ContextCompact": "_events",
     "EnvelopeError": "_envelope",
     "Event": "_envelope",
-    "EventSink": "_file",
+    "EventSink": "_session",
     "EventType": "_types",
     "EventTypeConflict": "_types",
     "EventTypeRegistry": "_types",
     "History": "_folds",
     "history_of": "_folds",
     "InvariantViolation": "_invariants",
-    "LogWriteError": "_file",
+    "FileLog": "_file",
+    "LogWriteError": "_session",
     "MessageProjection": "_projection",
     "NotASession": "_open",
-    "ReadOnlyLog": "_file",
+    "ReadOnlyLog": "_session",
     "SessionLocked": "_lock",
-    "SessionLog": "_file",
+    "SessionLog": "_session",
     "SessionNotFound": "_store",
     "SessionStart": "_events",
     "SessionStore": "_store",
@@ -119,6 +121,7 @@ __all__ = [
     "EventType",
     "EventTypeConflict",
     "EventTypeRegistry",
+    "FileLog",
     "History",
     "InvariantViolation",
     "LogWriteError",

@@ -11,7 +11,8 @@ from .._version import __version__
 from ._listing import SessionSummary, list_sessions
 
 if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
-    from ._file import EventSink, SessionLog
+    from ._file import FileLog
+    from ._session import EventSink
     from ._types import EventTypeRegistry
 
 __all__ = ["SessionNotFound", "SessionStore", "SessionSummary", "default_home"]
@@ -56,14 +57,14 @@ class SessionStore:
         cwd: str | None = None,
         parent_session: str | None = None,
         parent_call_id: str | None = None,
-    ) -> SessionLog:
+    ) -> FileLog:
         """A new session, locked for writing, with its session/start committed."""
         # Only a writer creates: the readers never pay for pydantic, secrets or datetime.
         import secrets
         from datetime import UTC, datetime
 
         from ._events import SessionStart
-        from ._file import SessionLog
+        from ._file import FileLog
 
         # Sessions hold prompts, tool output and file contents: private to their owner.
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -80,7 +81,7 @@ class SessionStore:
             parent_call_id=parent_call_id,
         )
         path = self.directory / f"{session_id}.jsonl"
-        return SessionLog.create(path, self.registry, start, observer=self.on_append)
+        return FileLog.create(path, self.registry, start, observer=self.on_append)
 
     def path(self, session_id: str) -> Path:
         if not _VALID_ID.fullmatch(session_id):
@@ -92,10 +93,10 @@ class SessionStore:
             raise SessionNotFound(f"no session {session_id!r} in {self.directory}")
         return path
 
-    def open(self, session_id: str, *, writable: bool = True) -> SessionLog:
-        from ._file import SessionLog
+    def open(self, session_id: str, *, writable: bool = True) -> FileLog:
+        from ._file import FileLog
 
-        return SessionLog.open(
+        return FileLog.open(
             self.path(session_id), self.registry, writable=writable, observer=self.on_append
         )
 

@@ -1,0 +1,359 @@
+"""A session's event log as every store keeps it: replay, append and commit, the folds.
+
+A store keeps a session as its envelope lines, in seq order (`_file.py`: a JSON Lines file;
+a plugin's store: rows of a database). Everything else is the same on every store and lives
+here: the envelope of each append, its validation and redaction, the dev-mode invariants,
+the message projection, the small folds a turn reads (`_folds.py`) and the observers. A store
+subclasses `SessionLog` and supplies the persistence:
+
+    _write(line, seq, type)   write one envelope line (LogWriteError: nothing was written)
+    _sync()                   make every line written so far durable (`commit`)
+    _blocks()                 the session's lines, a block at a time (`history`)
+    _appended()               a reader's lines appended since it last read (`refresh`)
+    _release()                a writer's close, after its last commit
+    describe()                how its messages name the session (a file name, an id)
+
+See docs/log.md, "Stores".
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..secret import current as current_secrets
+from ._envelope import EnvelopeError, Event, now_ts
+from ._folds import Grants, Newest
+from ._invariants import InvariantChecker
+from ._projection import MessageProjection
+from ._types import EventTypeRegistry
+
+if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
+    from pydantic import BaseModel, TypeAdapter
+
+__all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
+
+logger = logging.getLogger("harness.log")
+
+_GRANTS = frozenset({"message/assistant", "tool/approval"})  # the events `Grants` folds
+
+Listener = Callable[[Event], None]
+# An observer of appends that also needs to know the session (hosts, the loop's on_event).
+EventSink = Callable[["SessionLog", Event], None]
+
+
+class ReadOnlyLog(RuntimeError):
+    """An append on a log opened for reading."""
+
+
+class LogWriteError(OSError):
+    """The store refused an append; the session is as it was before it."""
+
+
+def parse_lines(
+    lines: Iterable[bytes],
+    first_seq: int = 0,
+    first_line: int = 1,
+    *,
+    raw: list[bytes] | None = None,
+) -> tuple[list[Event], list[str]]:
+    """Parse whole lines, each with or without its newline (JSON reads it as white space).
+
+    `first_line` is the file line number of the first line, for the problems' messages.
+    `raw`, when given, receives each accepted line as it was given.
+
+    This is the replay hot path, inlined on purpose: it runs once per event on open, and the
+    benchmark holds it to within 2x of bare `orjson.loads`. A line that is not a well-formed
+    envelope, or whose seq does not advance, is kept on disk and skipped here with a problem.
+    """
+    events: list[Event] = []
+    problems: list[str] = []
+    loads = orjson.loads
+    expected = first_seq
+    for number, line in enumerate(lines, first_line):
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError:
+            problems.append(f"line {number}: not JSON; skipped")
+            continue
+        if type(obj) is dict:
+            seq = obj.get("seq")
+            kind = obj.get("type")
+            ts = obj.get("ts")
+            data = obj.get("data")
+            turn = obj.get("turn")
+            if (
+                type(seq) is int
+                and seq >= expected
+                and type(kind) is str
+                and type(ts) is str
+                and type(data) is dict
+                and (turn is None or type(turn) is int)
+            ):
+                if seq != expected:
+                    problems.append(f"line {number}: seq jumps from {expected - 1} to {seq}")
+                events.append(Event(seq, kind, ts, data, turn))
+                if raw is not None:
+                    raw.append(line)
+                expected = seq + 1
+                continue
+        problems.append(f"line {number}: not a well-formed envelope in sequence; skipped")
+    return events, problems
+
+
+def _unknown_types(types: set[str], registry: EventTypeRegistry) -> list[str]:
+    unknown = types - set(registry.names())
+    return [f"unknown event type {t!r} kept and skipped" for t in sorted(unknown)]
+
+
+class SessionLog:
+    """One session's event log, open for writing (the one writer) or reading.
+
+    A reader holds every event (`events`). A writer holds none: only what its turns read
+    (the message projection, the newest event of each type, the session's grants and its
+    session/start), so its memory follows the model's history, not the session's length;
+    anything older is read back from the store on demand (`history`).
+    """
+
+    def __init__(self, session_id: str, registry: EventTypeRegistry, *, writable: bool) -> None:
+        self.session_id = session_id
+        self.registry = registry
+        self._writable = writable
+        self._events: list[Event] | None = None if writable else []
+        self.problems: list[str] = []
+        self.projection = MessageProjection(registry.surface, self._carried)
+        self.newest = Newest()
+        self.grants = Grants()
+        self._carry: dict[int, list[str]] = {}  # compaction seq -> what plugins carry, until folded
+        self.start: Event | None = None  # session/start
+        self._last_seq = -1
+        self.listeners: list[Listener] = []
+        self.committed_seq = -1
+        self._lines = 0  # lines read so far, so problems name the store's line numbers
+        self._checker: InvariantChecker | None = None
+
+    # -- what a store supplies -------------------------------------------------------------
+
+    def _write(self, line: bytes, seq: int, type: str) -> None:
+        raise NotImplementedError
+
+    def _sync(self) -> None:
+        raise NotImplementedError
+
+    def _blocks(self) -> Iterator[list[bytes]]:
+        raise NotImplementedError
+
+    def _appended(self) -> list[bytes]:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.session_id
+
+    # -- replay ----------------------------------------------------------------------------
+
+    def _ingest(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
+        # Replay allocates one container per JSON object and keeps every one of them: the
+        # cyclic collector would rescan the growing heap again and again for nothing, which
+        # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
+        with _gc_paused():
+            events, problems = parse_lines(lines, first_seq, self._lines + 1)
+            if self._events is not None:
+                self._events.extend(events)
+            for event in events:
+                self._fold(event)
+            self.projection.fold_all(events)  # opening yields a ready projection
+        problems += _unknown_types({e.type for e in events}, self.registry)
+        for problem in problems:
+            logger.warning("%s: %s", self.describe(), problem)
+        self.problems.extend(problems)
+        return events
+
+    def _fold(self, event: Event) -> None:
+        """Fold one event, in seq order, into what the log keeps besides the projection."""
+        kind = event.type
+        if kind == "context/compact":
+            # Fixed now, from the events before it: the projection folds it later (lazily).
+            self._carry[event.seq] = self.registry.carried(self.newest.frozen())
+        elif kind in _GRANTS:
+            self.grants.fold(event)
+        elif kind == "session/start" and self.start is None:
+            self.start = event
+        self.newest.fold(event)
+        self._last_seq = event.seq
+
+    def refresh(self) -> list[Event]:
+        """Read events appended by another process since the last read (readers only)."""
+        lines = self._appended()
+        if not lines:
+            return []
+        events = self._ingest(lines, self.next_seq)
+        self._lines += len(lines)
+        self.committed_seq = self._last_seq
+        return events
+
+    @property
+    def next_seq(self) -> int:
+        return self._last_seq + 1
+
+    @property
+    def next_turn(self) -> int:
+        """The number the next turn gets: one past the newest turn/start's."""
+        last = self.newest.latest("turn/start")
+        return (last.turn or 0) + 1 if last is not None else 1
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event, oldest first. A reader holds them; a writer reads them back from its
+        store each time (see the class), which is for inspection, never a turn's path."""
+        return self._events if self._events is not None else list(self.history())
+
+    def history(self) -> Iterator[Event]:
+        """Every event, oldest first, a block of the store at a time for a writer."""
+        if self._events is not None:
+            yield from self._events
+            return
+        expected = 0
+        for block in self._blocks():
+            events, _ = parse_lines(block, expected)  # problems were reported on open
+            if events:
+                expected = events[-1].seq + 1
+            yield from events
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    def append(
+        self, type: str, payload: BaseModel | dict[str, Any], *, turn: int | None = None
+    ) -> Event:
+        """Validate and write one event. It is durable after the next `commit`.
+
+        The write path's hot function, kept flat on purpose: scripts/bench/log.py measures
+        eight appends and a commit against bare writes and an fdatasync (goal: 1.2x). The
+        store writes the line (`_write`); everything else is the same on every store.
+        """
+        if not self._writable:
+            raise ReadOnlyLog(f"session {self.session_id} was opened read-only")
+        seq = self._last_seq + 1
+        ts = now_ts()
+        data = self._payload_json(type, payload)
+        # The envelope is built here rather than through Event.to_json: same
+        # keys, same order, one call fewer on the path every event takes.
+        envelope = {"seq": seq, "type": type, "ts": ts, "data": data}
+        if turn is not None:
+            envelope["turn"] = turn
+        try:
+            line = orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError as exc:
+            raise EnvelopeError(f"seq {seq} ({type}) cannot be written as JSON: {exc}") from None
+        secrets = current_secrets()
+        if secrets.in_line(line):
+            # A key in the payload (a provider echoing it in an error, a tool printing it)
+            # is replaced before anything is written or kept in memory (harness_core.secret).
+            data = envelope["data"] = secrets.redact_json(data)
+            line = orjson.dumps(envelope, option=orjson.OPT_APPEND_NEWLINE)
+        event = Event(seq, type, ts, data, turn)
+        # Everything that can refuse the event runs before the write, and nothing is updated
+        # until the write succeeded: a refused append leaves the log as if it never happened.
+        checker = self._checker
+        if checker is not None:
+            checker.validate(event)
+        self._write(line, seq, type)
+        if checker is not None:
+            checker.fold(event)
+        self._fold(event)
+        self.projection.apply(event)
+        if self.listeners:
+            # Each observer gets its own copy, parsed back from the line just written:
+            # whatever it does to the data reaches neither the events the log's folds and its
+            # readers see nor another observer. Only an observed append pays for the parse.
+            for listener in tuple(self.listeners):
+                listener(Event(seq, type, ts, orjson.loads(line)["data"], turn))
+        return event
+
+    def _payload_json(self, type: str, payload: BaseModel | dict[str, Any]) -> dict[str, Any]:
+        declared = self.registry.get(type)
+        if declared is None:
+            raise ValueError(
+                f"unknown event type {type!r}: declare it through the harness_event_types hook"
+            )
+        model = declared.payload
+        try:
+            if not isinstance(payload, model):
+                payload = model.model_validate(payload)
+        except ValueError as exc:  # pydantic's ValidationError, without importing pydantic
+            raise ValueError(f"invalid {type} payload: {exc}") from None
+        # Dumped as the declared model, so a subclass instance adds none of its own fields
+        # (`payload.model_dump` would), through pydantic's public TypeAdapter.
+        data: dict[str, Any] = _adapter(model).dump_python(payload, mode="json")
+        return data
+
+    def commit(self) -> None:
+        """Make every appended event durable (an fdatasync, a transaction's commit)."""
+        if not self._writable or self.committed_seq == self._last_seq:
+            return
+        self._sync()
+        self.committed_seq = self._last_seq
+
+    # -- queries and lifetime --------------------------------------------------------------
+
+    def _carried(self, compaction: Event) -> list[str]:
+        """What plugins carry across `compaction` (fixed when it was folded, see `_fold`)."""
+        return self._carry.pop(compaction.seq, [])
+
+    def latest(self, types: Iterable[str] | str) -> Event | None:
+        """The newest event of one of `types` (or of `types`, a str)."""
+        return self.newest.latest(types)
+
+    def close(self) -> None:
+        """Commit what was appended and let the writer go (idempotent)."""
+        if self._writable:
+            try:
+                self.commit()
+            finally:
+                self._writable = False
+                self._release()
+
+    def __enter__(self) -> SessionLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # Everything the load allocated sits in the youngest generation, so the collector's
+        # next young pass would scan it all (a third of a second on a 100 MB session, for
+        # nothing: replayed events hold no cycles). freeze+unfreeze moves every tracked object
+        # to the oldest generation at once, without scanning it.
+        gc.freeze()
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+_ADAPTERS: dict[type[BaseModel], TypeAdapter[Any]] = {}
+
+
+def _adapter(model: type[BaseModel]) -> TypeAdapter[Any]:
+    """The TypeAdapter of `model`, built on its first append: every append dumps through it."""
+    adapter = _ADAPTERS.get(model)
+    if adapter is None:
+        from pydantic import TypeAdapter  # the write path: reading never loads pydantic
+
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+    return adapter
