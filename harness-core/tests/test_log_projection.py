@@ -40,7 +40,7 @@ def _result(call_id: str, text: str = "out") -> tuple[str, dict[str, Any]]:
 
 
 def _interrupted(call_id: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_TEXT}
+    return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_TEXT, "is_error": True}
 
 
 def test_conversation_maps_to_openai_chat_messages() -> None:

@@ -126,7 +126,7 @@ async def test_cancel_from_outside_mid_tool_kills_the_command_and_answers_the_ca
     outcome = await Agent(reopened, model, host.tools).run_turn("Go on.")
     assert outcome.text == "Resumed."
     assert model.requests[1][-2:] == [
-        {"role": "tool", "tool_call_id": "call_1_1", "content": INTERRUPTED_TEXT},
+        {"role": "tool", "tool_call_id": "call_1_1", "content": INTERRUPTED_TEXT, "is_error": True},
         {"role": "user", "content": "Go on."},
     ]
 
@@ -177,7 +177,7 @@ async def test_cancel_mid_batch_keeps_finished_results_in_call_order(
     ]
     assert derive_messages(reopen(store, log).events)[-3:] == [
         {"role": "tool", "tool_call_id": "a", "content": "quick\n[exit code 0]"},
-        {"role": "tool", "tool_call_id": "b", "content": INTERRUPTED_TEXT},
+        {"role": "tool", "tool_call_id": "b", "content": INTERRUPTED_TEXT, "is_error": True},
         {"role": "tool", "tool_call_id": "c", "content": "also quick\n[exit code 0]"},
     ]
 
@@ -315,7 +315,7 @@ async def test_a_crashed_turn_is_repaired_before_the_next_request(
             ],
         },
         {"role": "tool", "tool_call_id": "a", "content": "a"},
-        {"role": "tool", "tool_call_id": "b", "content": INTERRUPTED_TEXT},
+        {"role": "tool", "tool_call_id": "b", "content": INTERRUPTED_TEXT, "is_error": True},
         {"role": "user", "content": "Where were we?"},
     ]
     assert [(e.type, e.turn) for e in log.events[5:8]] == [
@@ -401,7 +401,7 @@ async def test_a_process_killed_mid_tool_leaves_a_session_that_resumes(
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": "call_2_1", "content": INTERRUPTED_TEXT},
+        {"role": "tool", "tool_call_id": "call_2_1", "content": INTERRUPTED_TEXT, "is_error": True},
         {"role": "user", "content": "Continue."},
     ]
     assert turn_ends(log.events) == [
@@ -440,7 +440,7 @@ async def test_a_turn_open_after_a_lost_turn_end_is_repaired_without_touching_ol
     assert [e.type for e in log.events[4:7]] == ["turn/start", "turn/end", "turn/start"]
     assert turn_ends(log.events)[0] == {"status": "error", "error": CRASHED_TURN}
     assert model.requests[0][-2:] == [
-        {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED_TEXT},
+        {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED_TEXT, "is_error": True},
         {"role": "user", "content": "Where were we?"},
     ]
 
@@ -475,4 +475,9 @@ async def test_a_turn_whose_results_were_lost_before_a_user_message_is_repaired(
     outcome = await Agent(log, model, host.tools).run_turn("Go on.")
     assert outcome.status == "completed"
     assert turn_ends(log.events)[0] == {"status": "error", "error": CRASHED_TURN}
-    assert {"role": "tool", "tool_call_id": "a", "content": INTERRUPTED_TEXT} in model.requests[0]
+    assert {
+        "role": "tool",
+        "tool_call_id": "a",
+        "content": INTERRUPTED_TEXT,
+        "is_error": True,
+    } in model.requests[0]

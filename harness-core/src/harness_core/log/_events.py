@@ -6,9 +6,9 @@ reading a session never loads pydantic.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
     "ApprovalBy",
@@ -17,6 +17,7 @@ __all__ = [
     "AssistantMessage",
     "ContextCompact",
     "SessionStart",
+    "ThinkingBlock",
     "ToolApproval",
     "ToolCall",
     "ToolResultPayload",
@@ -72,18 +73,53 @@ class ToolCall(_Payload):
     arguments: str
 
 
-class Usage(_Payload):
+class _Sparse(_Payload):
+    """A payload whose later optional fields are written only when set: events that have no
+    use for them keep the exact shape older harnesses wrote (and older readers expect)."""
+
+    _sparse: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for key in self._sparse:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+class Usage(_Sparse):
+    """Tokens of one request. `prompt_tokens` counts every input token; `cache_read_tokens`
+    and `cache_write_tokens` (only when the provider reports them) are the part of it its
+    prompt cache served, and the part it stored."""
+
+    _sparse = ("cache_read_tokens", "cache_write_tokens")
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
-class AssistantMessage(_Payload):
+class ThinkingBlock(_Payload):
+    """One block of the model's thinking, kept so it can be sent back as the provider needs:
+    `text` with the provider's `signature`, or a redacted block's opaque `redacted` data."""
+
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+
+
+class AssistantMessage(_Sparse):
+    _sparse = ("thinking",)
+
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning_content: str | None = None
     model: str | None = None
     usage: Usage | None = None
+    thinking: tuple[ThinkingBlock, ...] | None = None  # None: the provider sent none
 
 
 class ToolResultPayload(_Payload):

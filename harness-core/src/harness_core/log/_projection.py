@@ -59,7 +59,8 @@ class CompactionRange:
 
 
 class MessageProjection:
-    """Incrementally folded OpenAI-style chat messages."""
+    """Incrementally folded OpenAI-style chat messages, with the log's provider-neutral extras:
+    `thinking` on an assistant message, `is_error` on a failed tool result (docs/log.md)."""
 
     __slots__ = (
         "_backlog",
@@ -223,6 +224,9 @@ class MessageProjection:
         reasoning = data.get("reasoning_content")
         if reasoning is not None:
             message["reasoning_content"] = reasoning
+        thinking = data.get("thinking")
+        if thinking:  # blocks with signatures, which a provider wants back as they came
+            message["thinking"] = thinking
         self._add(seq, message)
 
     def _apply_result(self, seq: int, data: dict[str, Any]) -> None:
@@ -230,6 +234,8 @@ class MessageProjection:
         # open (to be answered as interrupted), not silently unanswered.
         call_id = data["call_id"]
         message = {"role": "tool", "tool_call_id": call_id, "content": data["text"]}
+        if data.get("is_error"):  # only when set: most results, and older readers, lack it
+            message["is_error"] = True
         if self._pending.pop(call_id, None) is None:
             self._problems.append(f"seq {seq}: result for {call_id!r} answers no open call")
             return
@@ -243,7 +249,7 @@ class MessageProjection:
 
 
 def _interrupted(call_id: str) -> Message:
-    return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_TEXT}
+    return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_TEXT, "is_error": True}
 
 
 def derive_messages(

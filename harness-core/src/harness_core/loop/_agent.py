@@ -40,6 +40,7 @@ from ..log import (
     Usage,
     UserMessage,
 )
+from ..log._events import ThinkingBlock  # not re-exported by harness_core.log yet
 from ..models import (
     ContextLengthExceeded,
     DeltaSink,
@@ -55,7 +56,7 @@ from ._compact import BY_HAND_KEEP, CompactionPolicy, request_summary
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ..log import SessionStore
+    from ..log import Store
 
 __all__ = ["CANCELLED_TEXT", "CRASHED_TURN", "DEFAULT_MAX_STEPS", "Agent", "TurnOutcome"]
 
@@ -93,7 +94,7 @@ class Agent:
         on_event: EventSink | None = None,
         on_delta: DeltaSink | None = None,
         depth: int = 0,
-        store: SessionStore | None = None,
+        store: Store | None = None,
         compaction: CompactionPolicy | None = None,
         approval: Approval | None = None,
         granted: frozenset[str] = frozenset(),
@@ -406,6 +407,11 @@ class Agent:
             reasoning_content=response.reasoning_content,
             model=response.model or self.model.name,
             usage=Usage(**response.usage) if response.usage else None,
+            thinking=tuple(
+                ThinkingBlock(text=t.text, signature=t.signature, redacted=t.redacted)
+                for t in response.thinking
+            )
+            or None,
         )
 
     def _deltas(self, kind: Literal["text", "reasoning"], chunk: str) -> None:

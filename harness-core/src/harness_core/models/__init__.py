@@ -11,6 +11,7 @@ from ._base import (
     ModelError,
     ModelResponse,
     ResponseToolCall,
+    Thinking,
 )
 from .scripted import ScriptedModel, ScriptError
 
@@ -24,4 +25,5 @@ __all__ = [
     "ResponseToolCall",
     "ScriptError",
     "ScriptedModel",
+    "Thinking",
 ]

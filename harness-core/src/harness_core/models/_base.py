@@ -14,6 +14,7 @@ __all__ = [
     "ModelError",
     "ModelResponse",
     "ResponseToolCall",
+    "Thinking",
 ]
 
 # Streaming callback: ("text" | "reasoning", chunk). Hosts render it; nothing is logged until
@@ -40,12 +41,28 @@ class ResponseToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Thinking:
+    """One block of a model's thinking that its provider wants back unchanged later.
+
+    `signature` is the provider's proof that `text` is what the model thought; a redacted
+    block has no readable text, only the provider's opaque `redacted` data.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelResponse:
     text: str | None = None
     tool_calls: tuple[ResponseToolCall, ...] = ()
     reasoning_content: str | None = None
     model: str | None = None
+    # prompt_tokens, completion_tokens, total_tokens; cache_read_tokens and cache_write_tokens
+    # when the provider reports them (the share of prompt_tokens its prompt cache served/took).
     usage: dict[str, int] | None = field(default=None)
+    thinking: tuple[Thinking, ...] = ()  # in the order the model produced it, before the text
 
 
 @runtime_checkable

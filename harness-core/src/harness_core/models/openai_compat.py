@@ -57,6 +57,11 @@ def read_timeout(seconds: float) -> openai.Timeout:
 # field, so it is stripped there (and for unknown providers, unless asked for).
 SENDS_REASONING_BACK: Final = frozenset({"deepseek"})
 
+# The log's provider-neutral extras on derived messages (another provider's signed thinking
+# blocks, a result's error flag): the chat-completions API has no such fields, and strict
+# servers refuse a message with unknown ones, so they are never sent.
+_NOT_SENT: Final = frozenset({"thinking", "is_error"})
+
 # How providers say a request is longer than the context window: OpenAI's error code, and the
 # wording OpenAI, DeepSeek and most compatible servers use ("maximum context length is ...").
 _CONTEXT_CODE: Final = "context_length_exceeded"
@@ -203,6 +208,8 @@ class OpenAICompatModel(ModelBase):
 
     def _outgoing(self, message: dict[str, Any]) -> dict[str, Any]:
         """The message as this provider wants it; the projection's dict is never mutated."""
+        if not _NOT_SENT.isdisjoint(message):
+            message = {key: value for key, value in message.items() if key not in _NOT_SENT}
         if message.get("role") != "assistant":
             return message
         out = dict(message)
