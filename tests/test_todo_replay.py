@@ -16,7 +16,7 @@ import anyio
 import orjson
 from harness_core import builtins
 from harness_core.config import Config
-from harness_core.log import SessionLog, SessionStore, derive_messages
+from harness_core.log import EventTypeRegistry, FileLog, SessionLog, SessionStore, derive_messages
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
@@ -62,12 +62,23 @@ async def turn(host: PluginHost, log: SessionLog, *steps: dict[str, Any]) -> Non
     assert model.remaining == 0
 
 
-def assert_folds(log: SessionLog, expected: Plan) -> None:
-    """The reopened log's in-memory fold and the file's tail query both give `expected`."""
+def assert_folds(log: FileLog, expected: Plan) -> None:
+    """The reopened log's in-memory fold and the store's tail query both give `expected`."""
+    store = store_of(log)
     assert standing_plan(log.events) == expected
-    assert read_plan(log.path) == expected
+    assert read_plan(store, log.session_id) == expected
     assert current_todos(log.events) == expected.todos
-    assert read_current(log.path) == expected.todos
+    assert read_current(store, log.session_id) == expected.todos
+
+
+def store_of(log: FileLog) -> SessionStore:
+    """The file store the session's file is in (its home is two levels up)."""
+    return SessionStore(log.path.parent.parent, log.registry)
+
+
+def current_in(path: Path) -> tuple[Todo, ...]:
+    """`read_current` of the session file at `path`, through its file store."""
+    return read_current(SessionStore(path.parent.parent, EventTypeRegistry()), path.stem)
 
 
 def seq_of_last_write(log: SessionLog) -> int:
@@ -124,7 +135,7 @@ async def test_torn_tail_is_moved_aside_and_the_list_folds(harness_home: Path) -
     expected = todos(("Read the code", "completed"), ("Ship", "in_progress"))
 
     # A reader (the plan strip, `harness todos`) ignores the torn bytes without any lock.
-    assert read_current(path) == expected
+    assert current_in(path) == expected
 
     host = host_for(harness_home)
     with SessionStore(harness_home, host.event_types).open(session_id) as log:
@@ -134,7 +145,7 @@ async def test_torn_tail_is_moved_aside_and_the_list_folds(harness_home: Path) -
         assert path.read_bytes() == good
         assert_folds(log, Plan(expected, standing=True, seq=seq_of_last_write(log)))
         await turn(host, log, todo_step(("Ship", "completed")))
-        assert read_current(path) == todos(("Ship", "completed"))
+        assert current_in(path) == todos(("Ship", "completed"))
         assert [e.seq for e in log.events] == list(range(len(log.events)))
 
 
@@ -234,7 +245,7 @@ async def test_list_survives_kill_9_and_the_next_turn_repairs(harness_home: Path
         turn_ends = [e.data for e in log.events if e.type == "turn/end"]
         assert turn_ends[0]["status"] == "error"  # the crashed turn, closed by repair
         assert_folds(log, Plan(expected, standing=False, seq=seq_of_last_write(log)))
-        assert read_plan(log.path).export()["standing"] is False
+        assert read_plan(store_of(log), log.session_id).export()["standing"] is False
 
 
 VERBATIM = (

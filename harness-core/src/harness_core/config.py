@@ -148,6 +148,7 @@ class Settings:
     sandbox_memory: int | None = None
     sandbox_processes: int | None = None
     web_sessions: int | None = None
+    store: str | None = None
     approval: str | None = None
 
 
@@ -169,6 +170,7 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "sandbox_memory": (_size, _SIZE_KIND),
     "sandbox_processes": (_count, "a whole number, 0 or more (0: no cap)"),
     "web_sessions": (_positive_int, "a positive number of sessions"),
+    "store": (_text, "a store URL such as file:///path or postgresql://host/db"),
     "approval": (_choice("ask", "auto", "deny"), "ask, auto or deny"),
 }
 

@@ -25,6 +25,10 @@ REDACTED: Final = "[redacted]"
 SECRET_SUFFIX: Final = "_API_KEY"
 # The web host's token: a tool that could read it could drive the web API.
 ALWAYS_SECRET: Final = frozenset({"HARNESS_WEB_TOKEN"})
+# The session store's URL: kept from tools (it may reach a database), and its password, not
+# the rest of it, redacted wherever harness writes.
+STORE_VARIABLE: Final = "HARNESS_STORE"
+_URL_PASSWORD: Final = re.compile(r"^[a-z][a-z0-9+.-]*://[^:/?#@]*:([^@/?#]+)@", re.IGNORECASE)
 # Shorter values are not redacted: a placeholder key such as "x" or "test" would otherwise
 # blank out every occurrence of a common word.
 MIN_LENGTH: Final = 8
@@ -44,10 +48,11 @@ class Secrets:
         secret_env: Iterable[str] = (),
         pass_env: Iterable[str] = (),
     ) -> None:
-        extra = ALWAYS_SECRET | set(secret_env)
+        extra = ALWAYS_SECRET | {STORE_VARIABLE} | set(secret_env)
         self.names = frozenset(n for n in env if n.endswith(SECRET_SUFFIX) or n in extra)
         self.pass_env = frozenset(pass_env)
-        values = {env[n] for n in self.names if len(env[n].strip()) >= MIN_LENGTH}
+        values = {_secret_part(n, env[n]) for n in self.names}
+        values = {v for v in values if len(v.strip()) >= MIN_LENGTH}
         # Longest first, so a value containing another is replaced whole.
         self.values = tuple(sorted(values, key=len, reverse=True))
         self._pattern = re.compile("|".join(re.escape(v) for v in self.values or ("(?!)",)))
@@ -79,6 +84,14 @@ class Secrets:
     def tool_environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` for a tool process: secret variables removed unless passed through."""
         return {k: v for k, v in env.items() if k not in self.names or k in self.pass_env}
+
+
+def _secret_part(name: str, value: str) -> str:
+    """The part of a variable's value to redact: a store URL's password, else all of it."""
+    if name != STORE_VARIABLE:
+        return value
+    match = _URL_PASSWORD.match(value)
+    return match[1] if match else ""
 
 
 def _json_form(value: str) -> bytes:

@@ -47,7 +47,7 @@ def new_agent(todo_host: PluginHost, store: SessionStore) -> Iterator[NewAgent]:
     def make() -> Agent:
         log = store.create(system_prompt="You are a test agent.", cwd=str(store.home))
         logs.append(log)
-        agent = Agent(log, ScriptedModel([]), todo_host.tools)
+        agent = Agent(log, ScriptedModel([]), todo_host.tools, store=store)
         open_turn(agent)
         return agent
 

@@ -67,7 +67,7 @@ def test_every_reading_of_the_standing_plan_agrees(
             snapshot.apply(event)
         plan = fold.plan
         assert standing_plan(log.events) == plan
-        assert read_plan(log.path) == plan
+        assert read_plan(store, log.session_id) == plan
         shown = [todo.export() for todo in plan.todos] if plan.standing else []
         assert snapshot.fields() == {"todos": shown}
         assert bool(strip.lines()) == bool(shown)

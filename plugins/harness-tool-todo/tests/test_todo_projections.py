@@ -33,12 +33,13 @@ async def write(host: PluginHost, agent: Agent, *todos: Todo) -> int:
 
 
 def assert_plan(agent: Agent, expected: Plan) -> None:
-    """The in-memory fold and the file's tail query agree with `expected`."""
-    events, path = agent.session.events, agent.session.path
+    """The in-memory fold and the store's latest-event query agree with `expected`."""
+    events, store, session = agent.session.events, agent.store, agent.session_id
+    assert store is not None
     assert standing_plan(events) == expected
-    assert read_plan(path) == expected
+    assert read_plan(store, session) == expected
     assert current_todos(events) == expected.todos
-    assert read_current(path) == expected.todos
+    assert read_current(store, session) == expected.todos
 
 
 async def test_plan_follows_writes_and_turns(todo_host: PluginHost, agent: Agent) -> None:
@@ -65,7 +66,8 @@ async def test_plan_follows_writes_and_turns(todo_host: PluginHost, agent: Agent
 async def test_export_shape(todo_host: PluginHost, agent: Agent) -> None:
     """`Plan.export()` is the `harness todos --json` shape: `{"todos": [...], "standing"}`."""
     await write(todo_host, agent, A, B)
-    exported = read_plan(agent.session.path).export()
+    assert agent.store is not None
+    exported = read_plan(agent.store, agent.session_id).export()
     assert exported == {
         "todos": [
             {"content": "Read the code", "status": "completed"},

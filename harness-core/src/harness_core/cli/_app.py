@@ -15,7 +15,6 @@ import sys
 import traceback
 from argparse import Namespace
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
 from .. import secret
@@ -35,6 +34,7 @@ __all__ = [
     "guarded",
     "install_log_handler",
     "needs_extra",
+    "use_store_flag",
     "utf8_text",
 ]
 
@@ -74,6 +74,7 @@ def _expected(exc: Exception) -> bool:
 def dispatch(args: Namespace) -> int:
     """Run the parsed core command; every failure becomes `harness: error: ...` and a status."""
     install_log_handler(quiet_plugins=args.command == "plugins")
+    use_store_flag(getattr(args, "store", None))
     module_name, function = COMMANDS[args.command]
     module = importlib.import_module(f"{__package__}.{module_name}")
     command: Callable[[Namespace], int] = getattr(module, function)
@@ -102,6 +103,13 @@ def guarded(command: Callable[[], int]) -> int:
             return exc.status if isinstance(exc, CliError | CommandError) else EXIT_ERROR
         _error(f"internal error: {type(exc).__name__}: {exc} (HARNESS_DEBUG=1 shows the traceback)")
         return EXIT_ERROR
+
+
+def use_store_flag(url: str | None) -> None:
+    """--store wins over HARNESS_STORE, which wins over config `store`: the flag becomes the
+    variable for this process (kept from tools, its password redacted: harness_core.secret)."""
+    if url:
+        os.environ["HARNESS_STORE"] = url
 
 
 def needs_extra(extra: str, *modules: str) -> None:
@@ -175,9 +183,6 @@ class App(Runtime):
     @property
     def stdout(self) -> TextIO:
         return sys.stdout
-
-    def session_path(self, session_id: str) -> Path:
-        return self.store.path(session_id)
 
     def read_events(self, session_id: str) -> Sequence[Event]:
         return self.reader(session_id).events

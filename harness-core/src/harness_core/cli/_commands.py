@@ -12,8 +12,8 @@ import logging
 
 from .._entry_points import entry_points
 from ..hosts import Command
-from ._app import App, CliError, guarded, install_log_handler
-from ._parser import COMMANDS_GROUP, CORE_COMMANDS, build_parser
+from ._app import App, CliError, guarded, install_log_handler, use_store_flag
+from ._parser import COMMANDS_GROUP, CORE_COMMANDS, build_parser, store_flag
 
 __all__ = ["COMMANDS_GROUP", "plugin_commands", "run_plugin_command"]
 
@@ -28,6 +28,7 @@ def run_plugin_command(argv: list[str], word: str) -> int:
 
 
 def _run(argv: list[str], word: str) -> int:
+    use_store_flag(store_flag(argv))
     app = App()
     commands = plugin_commands(app)
     if word not in commands:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from argparse import Namespace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..hosts import one_line
-from ..log import EventTypeRegistry, SessionStore
+from ..log import EventTypeRegistry, SessionStore, Store, redact_url, scheme_of
 from ._app import App, ConfiguredHome
 
 if TYPE_CHECKING:
@@ -33,15 +34,24 @@ def _print_json(value: Any) -> None:
 
 
 def sessions(args: Namespace) -> int:
-    # Nothing a plugin does changes the listing, so no plugin loads (startup time); the config
-    # is still checked, as for every command. The listing reads no payload: core types do.
-    store = SessionStore(ConfiguredHome().home, EventTypeRegistry())
+    # On the file store nothing a plugin does changes the listing, so no plugin loads (startup
+    # time); the config is still checked, as for every command. The listing reads no
+    # payload: core types do. Another store comes from its plugin.
+    home = ConfiguredHome()
+    url = home.settings.store or ""
+    store: Store
+    if not url or scheme_of(url) == "file":
+        directory = Path(url[len("file://") :]) if url else home.home
+        store = SessionStore(directory, EventTypeRegistry())
+    else:
+        store = App().store
     found = store.list()
     if args.json:
         _print_json([_summary_json(s) for s in found])
         return 0
     if not found:
-        print(f"no sessions yet in {store.directory}")
+        where = store.directory if isinstance(store, SessionStore) else redact_url(store.url)
+        print(f"no sessions yet in {where}")
         return 0
     print(f"{'ID':<24} {'UPDATED':<19} {'EVENTS':>6}  TITLE")
     for summary in found:
@@ -96,10 +106,7 @@ def show(args: Namespace) -> int:
 def events(args: Namespace) -> int:
     # Each well-formed envelope exactly as stored: the log wrote it with the encoding this
     # command would use, so re-encoding every event would only cost time.
-    from ..log import read_lines
-
-    store = App().store
-    lines = read_lines(store.path(args.id), store.registry)
+    lines = App().store.lines(args.id)
     sys.stdout.flush()
     sys.stdout.buffer.writelines(line + b"\n" for line in lines)
     return 0

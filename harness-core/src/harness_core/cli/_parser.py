@@ -15,7 +15,15 @@ if TYPE_CHECKING:
 
     Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
-__all__ = ["COMMANDS_GROUP", "CORE_COMMANDS", "build_parser", "command_word", "declared_commands"]
+__all__ = [
+    "COMMANDS_GROUP",
+    "CORE_COMMANDS",
+    "build_parser",
+    "command_word",
+    "declared_commands",
+    "store_flag",
+    "store_option",
+]
 
 # The entry-point group where a distribution may declare the commands its plugin adds.
 COMMANDS_GROUP: Final = "harness.commands"
@@ -34,10 +42,22 @@ environment:
   HARNESS_STRICT_PLUGINS  1: a rejected plugin is an error instead of a warning
   HARNESS_SANDBOX         default --sandbox (or `sandbox` in config.toml)
   HARNESS_APPROVAL        default --approval (or `approval` in config.toml)
+  HARNESS_STORE           default --store URL (or `store` in config.toml)
 
 Installed plugins add commands of their own: `harness plugins` lists them.
 
 model SPEC: scripted:PATH (a JSON script; no key, no network), openai:MODEL, deepseek:MODEL"""
+
+
+def store_flag(argv: Sequence[str]) -> str | None:
+    """`--store URL` (or `--store=URL`) of a command line, read before it is parsed: the
+    store decides which plugins' commands there are to parse it with."""
+    for index, word in enumerate(argv):
+        if word == "--store" and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith("--store="):
+            return word.partition("=")[2]
+    return None
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -88,6 +108,8 @@ def build_parser(
         )
         if command.configure is not None:
             command.configure(added)
+        if not any("--store" in action.option_strings for action in added._actions):
+            store_option(added)  # a plugin's command reads sessions through the store too
     for name, dist in declared:
         commands.add_parser(name, help=f"added by {dist} (harness {name} --help)")
     return parser
@@ -97,6 +119,7 @@ def _run(commands: Commands) -> None:
     run = commands.add_parser(
         "run", help="one turn; a new session unless --session continues one", description=RUN
     )
+    store_option(run)
     _model_options(run)
     _safety_options(run)
     run.add_argument("--session", metavar="ID", help="continue this session")
@@ -106,6 +129,7 @@ def _run(commands: Commands) -> None:
 
 def _chat(commands: Commands) -> None:
     chat = commands.add_parser("chat", help="a prompt loop on one session", description=CHAT)
+    store_option(chat)
     _model_options(chat)
     _safety_options(chat)
     chat.add_argument("--session", metavar="ID", help="continue this session")
@@ -117,6 +141,7 @@ def _compact(commands: Commands) -> None:
         help="summarize a session's history so far, to free the model's context",
         description=COMPACT,
     )
+    store_option(compact)
     _model_options(compact)
     compact.add_argument("id", metavar="ID")
 
@@ -127,16 +152,19 @@ def _demo(commands: Commands) -> None:
         help="a scripted session: plans, runs tools, finishes (no key, no network)",
         description=DEMO,
     )
+    store_option(demo)
     demo.add_argument("--fast", action="store_true", help="no pauses between the steps")
 
 
 def _sessions(commands: Commands) -> None:
     sessions = commands.add_parser("sessions", help="list sessions, newest first")
+    store_option(sessions)
     sessions.add_argument("--json", action="store_true", help="a JSON array of sessions")
 
 
 def _show(commands: Commands) -> None:
     show = commands.add_parser("show", help="a session's transcript")
+    store_option(show)
     show.add_argument("id", metavar="ID")
     show.add_argument(
         "--json", action="store_true", help="the message history the model would be sent next"
@@ -145,6 +173,7 @@ def _show(commands: Commands) -> None:
 
 def _events(commands: Commands) -> None:
     events = commands.add_parser("events", help="a session's events as JSON Lines")
+    store_option(events)
     events.add_argument("id", metavar="ID")
 
 
@@ -159,6 +188,7 @@ def _serve(commands: Commands) -> None:
     serve = commands.add_parser(
         "serve", help="the web host: a live conversation page", description=SERVE
     )
+    store_option(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument(
         "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
@@ -171,6 +201,7 @@ def _acp(commands: Commands) -> None:
     bridge = commands.add_parser(
         "acp", help="an Agent Client Protocol agent on stdio (editors, CI)", description=ACP
     )
+    store_option(bridge)
     bridge.add_argument(
         "--model", metavar="SPEC", help="scripted:PATH, openai:MODEL or deepseek:MODEL"
     )
@@ -200,6 +231,16 @@ _CORE: Final[dict[str, Callable[[Commands], None]]] = {
     "sandbox-check": _sandbox_check,
 }
 CORE_COMMANDS: Final = frozenset(_CORE)
+
+
+def store_option(command: argparse.ArgumentParser) -> None:
+    """`--store URL` (every command that opens sessions; HARNESS_STORE, config `store`)."""
+    command.add_argument(
+        "--store",
+        metavar="URL",
+        help="where the sessions are: file:///PATH or a store plugin's URL such as "
+        "postgresql://HOST/DB; default: HARNESS_HOME's sessions/ (HARNESS_STORE)",
+    )
 
 
 def _model_options(command: argparse.ArgumentParser) -> None:

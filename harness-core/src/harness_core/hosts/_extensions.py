@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-    from ..log import Event
+    from ..log import Event, Store
     from ..tools import ToolRegistry
 
 __all__ = [
@@ -70,8 +70,10 @@ class CommandContext(Protocol):
         """Where the command's output goes (machine-readable output: this stream only)."""
         ...
 
-    def session_path(self, session_id: str) -> Path:
-        """The session's file; raises a one-line error for an unknown or invalid id."""
+    @property
+    def store(self) -> Store:
+        """Where the sessions are (the configured store): `store.latest(id, types)` answers
+        "the newest event of these types" on every store, without a replay."""
         ...
 
     def read_events(self, session_id: str) -> Sequence[Event]:

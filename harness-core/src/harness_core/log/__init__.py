@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     )
     from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
     from ._store import SessionNotFound, SessionStore, default_home
+    from ._stores import Store, StoreError, redact_url, scheme_of
     from ._tail import find_latest, last_event
     from ._types import (
         CORE_EVENT_TYPES,
@@ -86,6 +87,10 @@ _EXPORTS: Final = {
     "SessionNotFound": "_store",
     "SessionStart": "_events",
     "SessionStore": "_store",
+    "Store": "_stores",
+    "StoreError": "_stores",
+    "redact_url": "_stores",
+    "scheme_of": "_stores",
     "SessionSummary": "_listing",
     "ToolApproval": "_events",
     "ToolCall": "_events",
@@ -134,6 +139,8 @@ __all__ = [
     "SessionStart",
     "SessionStore",
     "SessionSummary",
+    "Store",
+    "StoreError",
     "ToolApproval",
     "ToolCall",
     "ToolResultPayload",
@@ -149,6 +156,8 @@ __all__ = [
     "history_of",
     "last_event",
     "read_lines",
+    "redact_url",
+    "scheme_of",
 ]
 
 

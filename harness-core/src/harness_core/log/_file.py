@@ -301,6 +301,12 @@ class _WholeLines:
             lines = self.handle.readlines(_READ_BLOCK)
 
 
+def refuse_empty(path: Path) -> None:
+    """NotASession for an empty file (a symlink or FIFO is refused where it is opened)."""
+    if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+        _check_header(path, b"", writable=False)
+
+
 def _check_header(path: Path, buf: bytes, *, writable: bool) -> None:
     """Refuse an empty file, and for a writer anything not starting with a session/start."""
     if not buf:

@@ -1,4 +1,5 @@
-"""Sessions under `$HARNESS_HOME/sessions/`: create, open, list (`_listing.py`)."""
+"""The file store: sessions under `$HARNESS_HOME/sessions/`, one JSON Lines file each
+(`_file.py`); create, open, list (`_listing.py`), the tail query (`_tail.py`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from .._version import __version__
 from ._listing import SessionSummary, list_sessions
 
 if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
+    from collections.abc import Collection, Iterator
+
+    from ._envelope import Event
     from ._file import FileLog
     from ._session import EventSink
     from ._types import EventTypeRegistry
@@ -35,7 +39,7 @@ class SessionNotFound(LookupError):
 
 
 class SessionStore:
-    """The sessions directory of one HARNESS_HOME.
+    """The sessions directory of one HARNESS_HOME: the file store (a `Store`).
 
     `on_append` sees every event appended to a session this store created or opened for
     writing, whoever appends it (session/start included): a host wires its plugins'
@@ -99,6 +103,28 @@ class SessionStore:
         return FileLog.open(
             self.path(session_id), self.registry, writable=writable, observer=self.on_append
         )
+
+    @property
+    def url(self) -> str:
+        return f"file://{self.home}"
+
+    def latest(self, session_id: str, types: Collection[str]) -> Event | None:
+        """From the file's tail and the writer's tail index (`_tail.py`), not a replay."""
+        from ._file import refuse_empty
+        from ._tail import find_latest
+
+        path = self.path(session_id)
+        refuse_empty(path)  # as a reader would: an empty file is no session, not one without events
+        return find_latest(path, types)
+
+    def read(self, session_id: str) -> Iterator[Event]:
+        yield from self.open(session_id, writable=False).events
+
+    def lines(self, session_id: str) -> Iterator[bytes]:
+        """The file's lines as stored: nothing is parsed to be encoded again."""
+        from ._file import read_lines
+
+        return read_lines(self.path(session_id), self.registry)
 
     def list(self) -> list[SessionSummary]:
         """Every session file, most recently active first; unreadable ones last, with a problem."""

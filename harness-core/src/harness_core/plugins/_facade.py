@@ -22,7 +22,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
-    from ..log import Event, EventType, History, SessionLog
+    from ..log import Event, EventSink, EventType, EventTypeRegistry, History, SessionLog, Store
     from ..models import Model
     from ._context import PluginContext
 
@@ -108,6 +108,14 @@ class Hooks:
         """Each plugin's text that survives a compaction, in call order."""
         kwargs = {"history": history}
         return [text for _, text in self._isolated("harness_compaction_carry", kwargs) if text]
+
+    def session_store(
+        self, url: str, registry: EventTypeRegistry, on_append: EventSink | None
+    ) -> Store | None:
+        result: Store | None = self._pm.hook.harness_session_store(
+            url=url, registry=registry, on_append=on_append
+        )
+        return result
 
     def model(self, spec: str, options: dict[str, Any]) -> Model | None:
         result: Model | None = self._pm.hook.harness_model(spec=spec, options=options)

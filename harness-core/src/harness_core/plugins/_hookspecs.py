@@ -18,7 +18,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
-    from ..log import Event, EventType, History, SessionLog
+    from ..log import Event, EventSink, EventType, EventTypeRegistry, History, SessionLog, Store
     from ..models import Model
     from ._context import PluginContext
 
@@ -59,6 +59,21 @@ def harness_event_appended(session: SessionLog, event: Event) -> None:
 
     Observers are isolated: an exception is reported with the plugin's name and neither stops
     the other observers nor the turn. Do not append from here; observers see, never steer.
+    """
+
+
+@hookspec(firstresult=True)
+def harness_session_store(
+    url: str, registry: EventTypeRegistry, on_append: EventSink | None
+) -> Store | None:
+    """Provide the session store a URL names (`--store`, `HARNESS_STORE`, config `store`).
+
+    Return a `harness_core.log.Store` for a URL whose scheme this plugin serves (say
+    `postgresql://`), or None to let the next plugin try; the first answer wins. The store
+    keeps its sessions with the event types of `registry` and reports every append of a
+    session it writes to `on_append`. The file store (`file://PATH`, and no URL at all) is
+    built in. A store that cannot be reached raises `StoreError` with one line saying why,
+    the password left out.
     """
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from .. import secret
 from ..config import Config
-from ..log import SessionStore, default_home
+from ..log import SessionStore, Store, default_home, redact_url, scheme_of
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
     from ..log import SessionLog
@@ -45,6 +45,13 @@ NO_MODEL: Final = (
 )
 
 
+# The distribution that serves a scheme, for the error when it is not installed.
+_STORE_PLUGINS: Final = {
+    "postgresql": "harness-store-postgres",
+    "postgres": "harness-store-postgres",
+}
+
+
 class SetupError(Exception):
     """What a host was asked for cannot be had (a model spec, a sandbox, text that is not
     UTF-8): its message is one line saying what to change."""
@@ -55,13 +62,13 @@ def describe_failure(exc: BaseException) -> str | None:
     model, a plugin, the disk), or None for a bug, which deserves its traceback."""
     from ..config import ConfigError
     from ..hosts import CommandError
-    from ..log import NotASession, SessionLocked, SessionNotFound
+    from ..log import NotASession, SessionLocked, SessionNotFound, StoreError
     from ..models import ModelError
     from ..models._presets import ModelConfigError
     from ..plugins import PluginLoadError
 
     expected = (SetupError, ConfigError, NotASession, SessionLocked, SessionNotFound, OSError)
-    more = (CommandError, ModelConfigError, ModelError, PluginLoadError)
+    more = (CommandError, ModelConfigError, ModelError, PluginLoadError, StoreError)
     if not isinstance(exc, expected + more):
         return None
     if isinstance(exc, SessionNotFound):
@@ -116,9 +123,30 @@ class Runtime(ConfiguredHome):
         self.host.load_entry_points()
         # Every append to a session this store writes reaches the plugins' observers, whoever
         # appends it: session/start, a turn's events, a subagent's session.
-        self.store = SessionStore(
-            self.home, self.host.event_types, on_append=self.host.hooks.event_appended
-        )
+        self.store: Store = self.open_store(self.settings.store)
+
+    def open_store(self, url: str | None) -> Store:
+        """The store `url` names: the file store of HARNESS_HOME for none, `file://PATH`, or
+        the first plugin that serves the URL's scheme (`harness_session_store`)."""
+        registry, on_append = self.host.event_types, self.host.hooks.event_appended
+        if not url:
+            return SessionStore(self.home, registry, on_append=on_append)
+        scheme, shown = scheme_of(url), redact_url(url)
+        if scheme == "file":
+            return SessionStore(Path(url[len("file://") :]), registry, on_append=on_append)
+        if not scheme:
+            raise SetupError(
+                f"store {shown!r} is not a URL: name file:///PATH or a scheme a store plugin "
+                "serves, such as postgresql://HOST/DATABASE"
+            )
+        store = self.host.hooks.session_store(url, registry, on_append)
+        if store is None:
+            hint = _STORE_PLUGINS.get(scheme, "a plugin that serves it")
+            raise SetupError(
+                f"no installed plugin provides the store {shown} ({scheme}://): install {hint} "
+                "(`harness plugins` lists the installed plugins)"
+            )
+        return store
 
     # -- sessions --------------------------------------------------------------------------
 

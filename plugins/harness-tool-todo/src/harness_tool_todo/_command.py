@@ -37,10 +37,7 @@ def _run(args: Namespace, ctx: CommandContext) -> int:
     if args.history:
         _print_history(plan_history(ctx.read_events(args.id)), args, out)
         return 0
-    path = ctx.session_path(args.id)
-    if path.lstat().st_size == 0:
-        ctx.read_events(args.id)  # the plan is read from the tail; the reader says what is wrong
-    plan = read_plan(path)
+    plan = read_plan(ctx.store, args.id)
     if args.json:
         _print_json(plan.export(), out)
     elif args.markdown:

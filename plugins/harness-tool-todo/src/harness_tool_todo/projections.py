@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final, Literal
 
-from harness_core.log import Event, find_latest
+from harness_core.log import Event, Store
 
 from ._render import shown
 from ._vocabulary import EVENT_TYPE, STATUSES, Status
@@ -185,20 +184,20 @@ def standing_plan(events: Iterable[Event]) -> Plan:
     return PlanFold.replay(events).plan
 
 
-def read_current(path: Path) -> tuple[Todo, ...]:
-    """`current_todos` of a session file, read from its tail."""
-    event = find_latest(path, {EVENT_TYPE})
+def read_current(store: Store, session_id: str) -> tuple[Todo, ...]:
+    """`current_todos` of a session, from the store's latest-event query."""
+    event = store.latest(session_id, {EVENT_TYPE})
     return todos_of(event) if event is not None else ()
 
 
-def read_plan(path: Path) -> Plan:
-    """`standing_plan` of a session file, read from its tail."""
-    boundary = find_latest(path, {EVENT_TYPE, "turn/start"})
+def read_plan(store: Store, session_id: str) -> Plan:
+    """`standing_plan` of a session, from the store's latest-event query (no replay)."""
+    boundary = store.latest(session_id, {EVENT_TYPE, "turn/start"})
     if boundary is None:
         return Plan((), standing=False)
     if boundary.type == EVENT_TYPE:
         return Plan(todos_of(boundary), standing=True, seq=boundary.seq)
-    latest = find_latest(path, {EVENT_TYPE})
+    latest = store.latest(session_id, {EVENT_TYPE})
     if latest is None:
         return Plan((), standing=False)
     return Plan(todos_of(latest), standing=False, seq=latest.seq)

@@ -1,0 +1,90 @@
+"""What a session store is: the protocol every store keeps, and how a host names one.
+
+A store keeps sessions: it creates one with its session/start committed, opens one for its
+single writer (a second is refused at once, naming the holder) or for any number of readers,
+lists them with their summaries, answers "the newest event of these types in session S"
+without replaying it, and reads a session's events or its stored lines from the start. The
+file store under `HARNESS_HOME` (`SessionStore`, `_store.py`) is the built-in one; a plugin
+contributes another through the `harness_session_store` hook, for the URL schemes it knows.
+
+A store is named by a URL: `file://PATH` (the file store whose home is PATH), or a plugin's
+scheme (`postgresql://...`). `--store` wins over `HARNESS_STORE`, which wins over config
+`store`; nothing names the file store of `HARNESS_HOME`. A password in a URL is never shown
+(`redact_url`). See docs/log.md, "Stores".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING, Final, Protocol
+
+if TYPE_CHECKING:
+    from ._envelope import Event
+    from ._listing import SessionSummary
+    from ._session import EventSink, SessionLog
+    from ._types import EventTypeRegistry
+
+__all__ = ["Store", "StoreError", "redact_url", "scheme_of"]
+
+_PASSWORD: Final = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:)([^@/?#]*)(@)", re.IGNORECASE)
+
+
+class StoreError(Exception):
+    """A store that cannot be had (an unknown scheme, a store nothing provides, a database
+    that was never initialised): one line saying what to do."""
+
+
+class Store(Protocol):
+    """Where sessions live. Hosts and plugins reach sessions only through this."""
+
+    registry: EventTypeRegistry
+    on_append: EventSink | None
+
+    @property
+    def url(self) -> str:
+        """How to name this store again (`--store`), its password redacted."""
+        ...
+
+    def create(
+        self,
+        *,
+        system_prompt: str | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        parent_call_id: str | None = None,
+    ) -> SessionLog:
+        """A new session, its writer held, with its session/start committed."""
+        ...
+
+    def open(self, session_id: str, *, writable: bool = True) -> SessionLog:
+        """The session's one writer (SessionLocked naming the holder when another has it),
+        or a reader; SessionNotFound for an id the store does not hold."""
+        ...
+
+    def list(self) -> list[SessionSummary]:
+        """Every session, most recently active first; unreadable ones with a `problem`."""
+        ...
+
+    def latest(self, session_id: str, types: Collection[str]) -> Event | None:
+        """The newest event of `types` in the session, without replaying it."""
+        ...
+
+    def read(self, session_id: str) -> Iterator[Event]:
+        """The session's events, oldest first, as a reader sees them."""
+        ...
+
+    def lines(self, session_id: str) -> Iterator[bytes]:
+        """The session's envelopes as stored, one JSON object each (`harness events`)."""
+        ...
+
+
+def scheme_of(url: str) -> str:
+    """`postgresql` of `postgresql://...`; "" for a URL without one."""
+    head, separator, _ = url.partition("://")
+    return head.lower() if separator else ""
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `[redacted]`, as every place that shows it prints."""
+    return _PASSWORD.sub(r"\1[redacted]\3", url)

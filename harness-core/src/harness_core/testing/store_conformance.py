@@ -1,0 +1,157 @@
+"""The session store conformance suite: what every store must do, as pytest tests.
+
+A store's tests subclass `StoreConformance` and give it a `store` fixture (a fresh, empty
+store whose registry knows the core event types and `test/note`), and nothing else:
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path: Path) -> Store:
+            return MyStore(..., registry=conformance_registry())
+
+The file store runs it in harness-core's tests; a plugin's store runs the same suite, so a new
+store is tested by adding one fixture (docs/log.md, "Stores").
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from ..log import (
+    Event,
+    EventType,
+    EventTypeRegistry,
+    SessionLocked,
+    SessionNotFound,
+    Store,
+    TurnEnd,
+)
+
+__all__ = ["NOTE", "StoreConformance", "conformance_registry"]
+
+NOTE = "test/note"
+
+
+class _Note(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    text: str
+
+
+def conformance_registry() -> EventTypeRegistry:
+    """The core event types plus `test/note`, a plugin-style type that is not surface."""
+    registry = EventTypeRegistry()
+    registry.declare(EventType(NOTE, _Note, surface=False))
+    return registry
+
+
+def _turn(store: Store, session_id: str, prompt: str, notes: int = 1) -> None:
+    """One whole turn appended and committed by the session's writer."""
+    with store.open(session_id) as log:
+        turn = log.next_turn
+        log.append("turn/start", {}, turn=turn)
+        log.append("message/user", {"text": prompt}, turn=turn)
+        for n in range(notes):
+            log.append(NOTE, {"text": f"{prompt} note {n}"}, turn=turn)
+        log.append("message/assistant", {"text": f"answer to {prompt}"}, turn=turn)
+        log.append("turn/end", TurnEnd(status="completed"), turn=turn)
+
+
+class StoreConformance:
+    """What every session store does; subclasses provide the `store` fixture."""
+
+    def test_create_commits_a_session_start_a_reader_sees_at_once(self, store: Store) -> None:
+        """A new session's first event is its session/start, seq 0, already durable."""
+        with store.create(system_prompt="sys", cwd="/work") as log:
+            assert log.committed_seq == 0
+            reader = store.open(log.session_id, writable=False)
+            (start,) = reader.events
+            assert (start.seq, start.type, start.data["cwd"]) == (0, "session/start", "/work")
+
+    def test_appends_have_gapless_seqs_and_survive_a_reopen(self, store: Store) -> None:
+        """Committed events come back in order with seq 0, 1, 2, ...; a reopened writer
+        goes on from the next seq."""
+        with store.create() as log:
+            session_id = log.session_id
+        _turn(store, session_id, "one", notes=3)
+        _turn(store, session_id, "two")
+        events = list(store.read(session_id))
+        assert [e.seq for e in events] == list(range(len(events)))
+        with store.open(session_id) as log:
+            assert log.next_seq == len(events) and log.next_turn == 3
+
+    def test_a_second_writer_is_refused_at_once_naming_the_holder(self, store: Store) -> None:
+        """One writer per session: another fails at once; readers need no lock."""
+        with store.create() as log:
+            with pytest.raises(SessionLocked) as refused:
+                store.open(log.session_id)
+            assert refused.value.holder
+            assert store.open(log.session_id, writable=False).events
+        store.open(log.session_id).close()  # free again once the first let go
+
+    def test_an_unknown_id_is_not_found(self, store: Store) -> None:
+        with pytest.raises(SessionNotFound):
+            store.open("20200101-000000-abcdef", writable=False)
+
+    def test_a_plugins_event_type_is_kept_as_written(self, store: Store) -> None:
+        """A plugin's event (not surface) is stored and read back as written, and its lines
+        are the envelopes a reader reads."""
+        with store.create() as log:
+            session_id = log.session_id
+        _turn(store, session_id, "one")
+        stored = [json.loads(line) for line in store.lines(session_id)]
+        assert NOTE in [envelope["type"] for envelope in stored]
+        assert [e.to_json() for e in store.read(session_id)] == stored
+
+    def test_latest_equals_a_forward_fold(self, store: Store) -> None:
+        """The tail query answers what scanning the whole session forward would."""
+        with store.create() as log:
+            session_id = log.session_id
+        randomly = random.Random(7)
+        for n in range(12):
+            _turn(store, session_id, f"prompt {n}", notes=randomly.randrange(4))
+        events = list(store.read(session_id))
+        for types in ({NOTE}, {"turn/start"}, {"message/user", NOTE}, {"nothing"}, {NOTE, "x"}):
+            expected = next((e for e in reversed(events) if e.type in types), None)
+            assert _same(store.latest(session_id, types), expected), types
+
+    def test_listing_names_every_session_newest_first(self, store: Store) -> None:
+        """Each session with its event count and title (its first prompt)."""
+        ids = []
+        for prompt in ("first", "second"):
+            with store.create() as log:
+                ids.append(log.session_id)
+            _turn(store, ids[-1], prompt)
+        listed = {summary.id: summary for summary in store.list()}
+        assert set(ids) <= set(listed)
+        assert [listed[i].title for i in ids] == ["first", "second"]
+        assert listed[ids[0]].events == len(list(store.read(ids[0])))
+
+    def test_a_crashed_turn_is_closed_on_the_next_open(self, store: Store) -> None:
+        """A turn left open (its writer died) is ended as an error, its open call answered
+        interrupted, before anything else is appended."""
+        from ..loop import Agent
+        from ..models import ScriptedModel
+        from ..tools import ToolRegistry
+
+        with store.create() as log:
+            log.append("turn/start", {}, turn=1)
+            log.append("message/user", {"text": "go"}, turn=1)
+            calls = [{"id": "c1", "name": "bash", "arguments": "{}"}]
+            log.append("message/assistant", {"text": None, "tool_calls": calls}, turn=1)
+            session_id = log.session_id  # closed here without a turn/end: the crash
+        with store.open(session_id) as log:
+            assert Agent(log, ScriptedModel([]), ToolRegistry()).repair()
+        types = [e.type for e in store.read(session_id)]
+        assert types[-2:] == ["tool/result", "turn/end"]
+
+
+def _same(found: Event | None, expected: Event | None) -> bool:
+    return _envelope(found) == _envelope(expected)
+
+
+def _envelope(event: Event | None) -> dict[str, Any] | None:
+    return None if event is None else event.to_json()
