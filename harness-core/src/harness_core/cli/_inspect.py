@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..hosts import one_line
 from ..log import EventTypeRegistry, SessionStore, Store, redact_url, scheme_of
 from ._app import App, ConfiguredHome
+from ._usage import TurnUsage
 
 if TYPE_CHECKING:
     from ..log import SessionSummary
@@ -96,9 +97,15 @@ def show(args: Namespace) -> int:
 
     view = PlainView(app.host.tools, sys.stdout, app.host.hooks.terminal_strips, transcript=True)
     view.bind(log, replay=False)
+    usage = TurnUsage()  # a line per turn, before its end mark: cache reads and writes too
     for event in log.events:
+        usage.add(event)
+        if event.type == "turn/end" and (line := usage.take_line()):
+            print(line, flush=True)
         view.on_event(log, event)
     if log.events and log.events[-1].type not in ("turn/end", "session/start"):
+        if line := usage.take_line():
+            print(line)
         print("(a turn is still open: running now, or its process stopped before it ended)")
     return 0
 
