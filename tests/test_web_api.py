@@ -495,3 +495,20 @@ def test_serve_on_the_ipv6_loopback(harness_home: Path) -> None:
         assert post.status_code == 201
         assert client.get("/api/sessions", headers={"Host": "::1"}).status_code == 403
     assert "warning" not in served.stderr
+
+
+def test_with_no_model_a_session_is_created_and_its_turn_says_how_to_choose_one(
+    harness_home: Path,
+) -> None:
+    """No --model, no HARNESS_MODEL, no config: POST /api/sessions is still 201; a turn is 422
+    whose one line names --model and the demo, and nothing is appended."""
+    with serve(harness_home, env={"HARNESS_MODEL": None}) as served, served.client() as client:
+        created = client.post("/api/sessions", json={})
+        assert created.status_code == 201
+        session = created.json()["id"]
+        turn = client.post(f"/api/sessions/{session}/turns", json={"prompt": "hi"})
+        assert turn.status_code == 422
+        error = turn.json()["error"]
+        assert "\n" not in error and "--model" in error and "demo" in error
+        page = client.get(f"/api/sessions/{session}/history").json()
+        assert [e["type"] for e in page["events"] if e["type"] != "session/start"] == []

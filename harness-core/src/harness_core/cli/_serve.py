@@ -102,11 +102,16 @@ def _model(app: App, chosen: str | None, default: str | None) -> Model:
     spec = chosen or default
     if spec == DEMO:
         from ..models import ScriptedModel
-        from ._demo import demo_script
+        from ._demo import STEP_DELAY, WORD_DELAY, PacedModel, demo_script
 
-        return ScriptedModel(demo_script()["steps"], name="scripted:demo")
+        # Paced like the terminal's demo, so whoever watches the page sees the plan fill in.
+        scripted = ScriptedModel(demo_script()["steps"], name="scripted:demo")
+        return PacedModel(scripted, STEP_DELAY, WORD_DELAY)
     if not spec:
-        raise ValueError('no model chosen: start harness serve with --model SPEC, or use "demo"')
+        raise ValueError(
+            "no model chosen: start harness serve with --model PROVIDER:MODEL "
+            "(or set HARNESS_MODEL), or run the demo"
+        )
     try:
         return app.model(spec, None)
     except (SetupError, RuntimeError) as exc:  # RuntimeError: a ModelError from a script file

@@ -186,17 +186,21 @@ class Hub:
         return [summary for summary in listed if summary.problem is None]
 
     async def create(self, spec: str | None) -> str:
-        """A new session on `spec`; a model that cannot be built raises before it exists."""
-        model = await asyncio.to_thread(self.web.make_model, spec)
+        """A new session on `spec`; a model that cannot be built raises before it exists. With
+        no model anywhere the session is still made: its first turn says how to choose one."""
+        unset = spec is None and self.web.default_model is None
+        model = None if unset else await asyncio.to_thread(self.web.make_model, spec)
         try:
             log = await asyncio.to_thread(self.runtime.create, self.web.cwd)
         except BaseException:
-            await model.aclose()
+            if model is not None:
+                await model.aclose()
             raise
         await asyncio.to_thread(log.close)
-        live = await self.live(log.session_id)
-        live.session.adopt(spec, model)
-        live.session.default_spec = spec
+        if model is not None:
+            live = await self.live(log.session_id)
+            live.session.adopt(spec, model)
+            live.session.default_spec = spec
         return log.session_id
 
     async def page(self, session_id: str, *, limit: int, before: int | None) -> dict[str, Any]:
