@@ -3,21 +3,32 @@
 They pin what a person sees: the TodoRow summary and state, the docked plan panel's content,
 its live update when the model writes again, the collapse round trip (also across a reload),
 the panel leaving at the next turn, the embedded demo, hostile text shown as text, and
-approval: rows waiting for allow or deny, cancel at a question, a subagent's question.
+approval: rows waiting for allow or deny, cancel at a question, a subagent's question. Then
+the page as people use it (docs/web.md), each at the width where it matters, 1280x800 (DESK)
+and 390x844 (PHONE): the drawer and full-width layout, the paced demo from a session with no
+model, switching sessions quickly, scrolling, the capped plan panel, the prompt kept until
+accepted, a restarted server's new token, Markdown, rows split across pages, and axe-core.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import httpx
 import pytest
+from harness_core import builtins
+from harness_core.log import SessionStore
+from harness_core.plugins import PluginHost
 from test_cli_support import bash_call, todo_call, write_script
 from web_support import (
     ONCE_DENY_SESSION,
@@ -56,13 +67,32 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
-@pytest.fixture
-def page(browser: object) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1200, "height": 800})  # type: ignore[attr-defined]
+DESK = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@contextmanager
+def browsing(browser: object, viewport: dict[str, int], **options: object) -> Iterator[object]:
+    """A fresh browser context's page at `viewport`."""
+    context = browser.new_context(viewport=viewport, **options)  # type: ignore[attr-defined]
     opened = context.new_page()
     opened.on("dialog", lambda dialog: dialog.dismiss())
-    yield opened
-    context.close()
+    try:
+        yield opened
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    with browsing(browser, DESK) as opened:
+        yield opened
+
+
+@pytest.fixture
+def phone(browser: object) -> Iterator[object]:
+    with browsing(browser, PHONE, is_mobile=True, has_touch=True) as opened:
+        yield opened
 
 
 def open_session(page: object, served: Served, session: str) -> None:
@@ -417,3 +447,421 @@ def test_bidi_and_invisible_characters_in_a_command_show_as_escapes(
         row.locator("[data-testid=deny]").click()
         expect(row).to_have_attribute("data-state", "error", timeout=15000)
         assert not any(char in row.text_content() for char in INVISIBLE)
+
+
+# -- the page as people use it ----------------------------------------------------------------
+
+
+def on_screen(locator: object, viewport: dict[str, int]) -> None:
+    """The element is drawn inside the viewport, whole."""
+    box = locator.bounding_box()  # type: ignore[attr-defined]
+    assert box is not None, "not drawn"
+    right, bottom = box["x"] + box["width"], box["y"] + box["height"]
+    assert box["x"] >= 0 and box["y"] >= 0, box
+    assert right <= viewport["width"] + 0.5 and bottom <= viewport["height"] + 0.5, box
+
+
+LONG_PLAN = [
+    (f"Task {n} of a long plan", "completed" if n < 15 else "in_progress" if n == 15 else "pending")
+    for n in range(22)
+]
+PLANNED_ASK = [
+    {"text": "A long plan.", "tool_calls": [todo_call(*LONG_PLAN)]},
+    {"tool_calls": [bash_call("echo hello")]},
+    {"text": "Done."},
+]
+# Each item's ::before symbol, aria-label and text, read in the page.
+MARKS = """[...document.querySelectorAll('[data-testid=todo-item]')].map((item) =>
+  [getComputedStyle(item, '::before').content, item.getAttribute('aria-label'), item.textContent,
+   getComputedStyle(item).opacity])"""
+
+
+@pytest.mark.parametrize("viewport", [DESK, PHONE], ids=["desk", "phone"])
+def test_the_prompt_the_capped_plan_and_an_approval_stay_on_screen(
+    browser: object, tmp_path: Path, harness_home: Path, viewport: dict[str, int]
+) -> None:
+    """A 22-task plan docked and a bash call waiting: the plan panel is at most a third of the
+    viewport with the task in progress in view, each task marked by a symbol and an
+    aria-label (its text stays the task); the approval takes focus and marks the tab title;
+    its three buttons, the prompt, Send and Cancel are on screen. On a phone the session list
+    is a drawer and the conversation, the dock and the prompt take the full width."""
+    expect = playwright_api.expect
+    mobile = viewport is PHONE
+    with (
+        asking(harness_home, tmp_path / "plan.json", PLANNED_ASK) as (served, _client, session),
+        browsing(browser, viewport, is_mobile=mobile) as page,
+    ):
+        open_session(page, served, session)
+        send(page, "Plan it.")
+        row = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
+        expect(row.locator("[data-testid=approval]")).to_be_focused()
+        expect(page).to_have_title(re.compile(r"Approval needed"))
+        for testid in ("allow", "allow-session", "deny", "prompt", "send", "cancel"):
+            on_screen(page.locator(f"[data-testid={testid}]"), viewport)  # type: ignore[attr-defined]
+        dock = page.locator("[data-testid=todo-dock]")  # type: ignore[attr-defined]
+        assert dock.bounding_box()["height"] <= viewport["height"] * 0.34
+        current = dock.locator("[data-testid=todo-item][data-status=in_progress]")
+        expect(current).to_have_text("Task 15 of a long plan")
+        shown, panel = current.bounding_box(), dock.locator("ul").bounding_box()
+        assert (
+            panel["y"] <= shown["y"]
+            and shown["y"] + shown["height"] <= panel["y"] + panel["height"]
+        )
+        marks = page.evaluate(MARKS)  # type: ignore[attr-defined]
+        assert marks[0] == ['"☑"', "done: Task 0 of a long plan", "Task 0 of a long plan", "1"]
+        assert marks[15][:3] == ['"▶"', "in progress: Task 15 of a long plan", LONG_PLAN[15][0]]
+        assert marks[21][:3] == ['"☐"', "pending: Task 21 of a long plan", LONG_PLAN[21][0]]
+        link = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
+        toggle = page.locator("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+        if mobile:
+            for part in ("#messages", "[data-testid=input-dock]", "[data-testid=prompt]"):
+                box = page.locator(part).bounding_box()  # type: ignore[attr-defined]
+                assert box["width"] >= viewport["width"] - 100, (part, box)
+            assert dock.bounding_box()["width"] >= viewport["width"] - 40
+            expect(link).to_be_hidden()
+            toggle.click()
+            expect(toggle).to_have_attribute("aria-expanded", "true")
+            expect(link).to_be_visible()
+            expect(page.locator("#sidebar")).to_have_css("transform", "none")  # type: ignore[attr-defined]
+            on_screen(link, viewport)
+            link.click()
+            expect(link).to_be_hidden()
+        else:
+            expect(toggle).to_be_hidden()
+            expect(link).to_be_visible()
+        row.locator("[data-testid=deny]").click()
+        expect(row).to_have_attribute("data-state", "error", timeout=15000)
+        expect(page).not_to_have_title(re.compile(r"Approval needed"))
+
+
+def test_with_no_model_a_session_still_starts_and_the_demo_runs_there_paced(
+    page: object, harness_home: Path
+) -> None:
+    """No model anywhere: the empty page says so; New session works (201); a prompt is
+    refused in one line that says how to choose a model, the prompt stays in the box, and the
+    error offers the demo, which runs in that session paced: the plan goes 0/4, 1/4, ... 4/4
+    step by step, taking seconds, not milliseconds."""
+    expect = playwright_api.expect
+    with serve(harness_home, "--approval", "ask") as served:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        expect(page.locator(".welcome")).to_contain_text("No model is configured")  # type: ignore[attr-defined]
+        page.click("[data-testid=new-session]")  # type: ignore[attr-defined]
+        page.wait_for_selector("body[data-session]")  # type: ignore[attr-defined]
+        send(page, "Hello?")
+        error = page.locator("[data-testid=error]")  # type: ignore[attr-defined]
+        expect(error).to_contain_text("no model chosen: start harness serve with --model")
+        assert "\n" not in error.text_content()
+        expect(page.locator("[data-testid=prompt]")).to_have_value("Hello?")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=message]")).to_have_count(0)  # type: ignore[attr-defined]
+        error.get_by_role("button", name="Run the demo").click()
+        expect(page.locator("[data-testid=demo-note]")).to_be_visible()  # type: ignore[attr-defined]
+        summary = page.locator("[data-testid=todo-summary]")  # type: ignore[attr-defined]
+        expect(summary).to_contain_text("Plan 0/4", timeout=15000)
+        started = time.monotonic()
+        for done in range(1, 5):  # each state is seen: the plan fills in step by step
+            expect(summary).to_contain_text(f"Plan {done}/4", timeout=15000)
+        assert time.monotonic() - started > 3
+        expect(error).to_be_hidden()
+        expect(page.locator("[data-testid=tool-row][data-tool=bash]")).to_have_count(3)  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=session-link]")).to_have_count(1)  # type: ignore[attr-defined]
+
+
+# Counts the event streams the page opens, and which are still open (not aborted).
+COUNT_STREAMS = """
+window.__streams = [];
+const original = window.fetch;
+window.fetch = (input, init) => {
+  const url = String(input && input.url || input);
+  if (url.includes('/events')) window.__streams.push({ url, signal: init && init.signal });
+  return original(input, init);
+};
+"""
+OPEN_STREAMS = "window.__streams.filter((s) => !s.signal.aborted).map((s) => s.url)"
+
+
+def test_switching_sessions_quickly_never_mixes_them(
+    page: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """Open A, then B 30 ms later: only B's messages show, B's link is current, B's stream
+    alone stays open, B's new events arrive and A's do not."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "two.json", [{"text": "An answer."}, {"text": "Again."}])
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        a, b = (client.post("/api/sessions", json={}).json()["id"] for _ in range(2))
+        for session, prompt in ((a, "prompt of A"), (b, "prompt of B")):
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": prompt})
+            served.wait_idle(session)
+        page.add_init_script(COUNT_STREAMS)  # type: ignore[attr-defined]
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        page.evaluate(  # type: ignore[attr-defined]
+            f"location.hash = '#/s/{a}'; setTimeout(() => {{ location.hash = '#/s/{b}'; }}, 30)"
+        )
+        page.wait_for_selector(f"body[data-session='{b}']")  # type: ignore[attr-defined]
+        users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+        expect(users).to_have_text(["prompt of B"])
+        page.wait_for_timeout(500)  # type: ignore[attr-defined]  # anything of A's late would show
+        expect(users).to_have_text(["prompt of B"])
+        expect(page.locator("[data-testid=session-link].current")).to_have_attribute("data-id", b)  # type: ignore[attr-defined]
+        streams = page.evaluate(OPEN_STREAMS)  # type: ignore[attr-defined]
+        assert len(streams) == 1 and f"/sessions/{b}/events" in streams[0], streams
+        client.post(f"/api/sessions/{a}/turns", json={"prompt": "second of A"})
+        served.wait_idle(a)
+        client.post(f"/api/sessions/{b}/turns", json={"prompt": "second of B"})
+        expect(users).to_have_text(["prompt of B", "second of B"])
+        served.wait_idle(b)
+        expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_text(  # type: ignore[attr-defined]
+            ["An answer.", "Again."]
+        )
+
+
+LONG_ANSWER = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(60))
+SCROLLING = [
+    {
+        "text": "Planning.",
+        "tool_calls": [
+            todo_call(("Read", "completed"), ("Write", "in_progress"), ("Check", "pending"))
+        ],
+    },
+    {"text": LONG_ANSWER + "\n\nThe last line."},
+    {"text": "A later answer."},
+    {"text": "The latest answer."},
+]
+SCROLL_TOP = "document.getElementById('messages').scrollTop"
+
+
+def test_opening_shows_the_last_message_and_a_reader_scrolled_up_stays_put(
+    phone: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """On a phone with a plan docked: opening a session shows its last line above the dock;
+    a reader scrolled up stays where they are while events arrive; at the end, the page
+    follows them."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "long.json", SCROLLING)
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        served.wait_idle(session)
+        open_session(phone, served, session)
+        expect(phone.locator("[data-testid=todo-dock]")).to_be_visible()  # type: ignore[attr-defined]
+        messages = phone.locator("#messages")  # type: ignore[attr-defined]
+        last = phone.locator("[data-testid=message] p").last  # type: ignore[attr-defined]
+        expect(last).to_have_text("The last line.")
+        expect(last).to_be_in_viewport()
+        area, line = messages.bounding_box(), last.bounding_box()
+        assert area["y"] <= line["y"] and line["y"] + line["height"] <= area["y"] + area["height"]
+        phone.evaluate(f"{SCROLL_TOP} = 0")  # type: ignore[attr-defined]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "more"})
+        answers = phone.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(answers.last).to_have_text("A later answer.", timeout=15000)
+        phone.wait_for_timeout(300)  # type: ignore[attr-defined]
+        assert phone.evaluate(SCROLL_TOP) == 0  # type: ignore[attr-defined]
+        phone.evaluate(f"{SCROLL_TOP} = 1e9")  # type: ignore[attr-defined]
+        phone.wait_for_timeout(100)  # type: ignore[attr-defined]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "and more"})
+        expect(answers.last).to_have_text("The latest answer.", timeout=15000)
+        expect(answers.last).to_be_in_viewport()
+
+
+SLOW = [{"tool_calls": [bash_call("sleep 30")]}, {"text": "The queued one ran."}]
+COMPOSING_ENTER = {"key": "Enter", "code": "Enter", "isComposing": True, "bubbles": True}
+WIDTHS = "[document.getElementById('messages').scrollWidth, document.getElementById('messages').clientWidth]"
+
+
+def test_the_prompt_stays_until_accepted_esc_cancels_and_composing_enter_does_not_send(
+    phone: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """Enter that ends an input-method composition sends nothing; a sent prompt leaves the
+    box; a 20,000-character prompt queued behind a running turn leaves the prompt and its
+    buttons on screen and wraps; Esc in the prompt cancels the turn (the text typed stays);
+    with the server gone, a send shows one line in the error and the prompt stays."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "slow.json", SLOW)
+    box = phone.locator("[data-testid=prompt]")  # type: ignore[attr-defined]
+    users = phone.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(phone, served, session)
+        box.fill("かんじ")
+        box.dispatch_event("keydown", COMPOSING_ENTER)
+        phone.wait_for_timeout(300)  # type: ignore[attr-defined]
+        expect(box).to_have_value("かんじ")
+        expect(users).to_have_count(0)
+        send(phone, "go")
+        expect(box).to_have_value("")
+        row = phone.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "running", timeout=15000)
+        send(phone, "y" * 20000)
+        expect(phone.locator("[data-testid=queue-item]")).to_have_count(1)  # type: ignore[attr-defined]
+        for testid in ("prompt", "send", "cancel"):
+            on_screen(phone.locator(f"[data-testid={testid}]"), PHONE)  # type: ignore[attr-defined]
+        box.fill("typed meanwhile")
+        box.press("Escape")
+        expect(phone.locator(".turn-note")).to_have_text("turn cancelled", timeout=15000)  # type: ignore[attr-defined]
+        expect(box).to_have_value("typed meanwhile")
+        expect(phone.locator("[data-testid=message][data-role=assistant]")).to_have_text(  # type: ignore[attr-defined]
+            "The queued one ran.", timeout=15000
+        )
+        scrolled, width = phone.evaluate(WIDTHS)  # type: ignore[attr-defined]
+        assert scrolled <= width
+    send(phone, "typed meanwhile")  # the server is gone
+    error = phone.locator("[data-testid=error]")  # type: ignore[attr-defined]
+    expect(error).to_contain_text("connection lost")
+    assert "\n" not in error.text_content()
+    expect(box).to_have_value("typed meanwhile")
+
+
+def test_a_restarted_server_with_a_new_token_says_to_open_the_printed_url(
+    page: object, harness_home: Path
+) -> None:
+    """The server restarts on its port with another token: the stream's 401 shows the
+    connection notice saying to open the URL harness serve printed."""
+    expect = playwright_api.expect
+    port = free_port()
+    with (
+        serve(harness_home, env={"HARNESS_WEB_TOKEN": "the-first-token"}, port=port) as served,
+        served.client() as client,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]  # no model: still 201
+        open_session(page, served, session)
+        notice = page.locator("[data-testid=connection]")  # type: ignore[attr-defined]
+        expect(notice).to_be_hidden()
+    with serve(harness_home, env={"HARNESS_WEB_TOKEN": "the-second-token"}, port=port):
+        expect(notice).to_contain_text("open the URL harness serve printed", timeout=20000)
+        expect(notice).to_be_visible()
+
+
+MARKDOWN = "\n".join(
+    [
+        "Steps:",
+        "",
+        "- first bullet",
+        "- second bullet",
+        "  - nested bullet",
+        "",
+        "1. first number",
+        "2. second number",
+        "",
+        "> a quoted line",
+        "",
+        "| name | value |",
+        "| --- | --- |",
+        "| alpha | **1** |",
+        "",
+        "```python",
+        "print('copied')",
+        "```",
+        "",
+        "z" * 5000,
+    ]
+)
+
+
+def test_markdown_lists_quotes_tables_code_and_long_words(
+    phone: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """A numbered list after a bulleted one is its own list, a nested list nests, a quote and
+    a table are drawn as such, a code block copies its code, and a 5,000-character word wraps
+    inside the message on a phone."""
+    expect = playwright_api.expect
+    phone.context.grant_permissions(["clipboard-read", "clipboard-write"])  # type: ignore[attr-defined]
+    model = write_script(tmp_path / "md.json", [{"text": MARKDOWN}])
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(phone, served, session)
+        send(phone, "Format something.")
+        message = phone.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(message.locator(":scope > ol > li")).to_have_text(
+            ["first number", "second number"], timeout=15000
+        )
+        expect(message.locator(":scope > ul > li")).to_have_count(2)
+        expect(message.locator("ul ul > li")).to_have_text(["nested bullet"])
+        expect(message.locator("blockquote")).to_have_text("a quoted line")
+        expect(message.locator("th")).to_have_text(["name", "value"])
+        expect(message.locator("td strong")).to_have_text("1")
+        expect(message.locator("pre code")).to_have_text("print('copied')")
+        message.locator("[data-testid=copy]").click()
+        expect(message.locator("[data-testid=copy]")).to_have_text("Copied")
+        assert phone.evaluate("navigator.clipboard.readText()") == "print('copied')"  # type: ignore[attr-defined]
+        scrolled, width = phone.evaluate(WIDTHS)  # type: ignore[attr-defined]
+        assert scrolled <= width
+        assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # type: ignore[attr-defined]
+
+
+def split_session(home: Path, calls: int) -> str:
+    """A session whose 200-event tail page starts with a tool/result: its call is on the
+    older page. `calls` bash calls, each answered."""
+    host = PluginHost()
+    builtins.add_to(host)
+    host.load_entry_points()
+    with SessionStore(home, host.event_types).create() as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("message/user", {"text": "go"}, turn=1)
+        for n in range(calls):
+            call = {"id": f"call-{n}", "name": "bash", "arguments": json.dumps({"command": "true"})}
+            log.append("message/assistant", {"tool_calls": [call]}, turn=1)
+            result = {"call_id": f"call-{n}", "tool_name": "bash", "text": f"output {n}"}
+            log.append("tool/result", result, turn=1)
+        log.append("message/assistant", {"text": "Done."}, turn=1)
+        log.append("turn/end", {"status": "completed"}, turn=1)
+        log.append("turn/start", {}, turn=2)  # seven events after the last result, so the
+        log.append("message/user", {"text": "again"}, turn=2)  # tail starts on a result
+        log.append("message/assistant", {"text": "One."}, turn=2)
+        log.append("message/assistant", {"text": "Two."}, turn=2)
+        log.append("turn/end", {"status": "completed"}, turn=2)
+        return log.session_id
+
+
+OUTPUTS = """[...document.querySelectorAll('[data-testid=tool-row]')].map((row) =>
+  [row.dataset.state, row.querySelector('[data-testid=tool-output]').textContent])"""
+
+
+def test_a_row_split_across_pages_keeps_its_output(page: object, harness_home: Path) -> None:
+    """The tail page starts with a result whose call is on the older page: once the older
+    page loads, that row is ✓ with its output, like every other."""
+    expect = playwright_api.expect
+    session = split_session(harness_home, 120)
+    with serve(harness_home) as served, served.client() as client:
+        tail = client.get(f"/api/sessions/{session}/history", params={"limit": 200}).json()
+        assert tail["events"][0]["type"] == "tool/result"
+        open_session(page, served, session)
+        page.get_by_role("button", name="Load earlier events").click()  # type: ignore[attr-defined]
+        rows = page.locator("[data-testid=tool-row]")  # type: ignore[attr-defined]
+        expect(rows).to_have_count(120)
+        assert page.evaluate(OUTPUTS) == [["ok", f"output {n}"] for n in range(120)]  # type: ignore[attr-defined]
+
+
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+SERIOUS = """axe.run(document).then((result) => result.violations
+  .filter((v) => ['serious', 'critical'].includes(v.impact))
+  .map((v) => [v.id, v.nodes.slice(0, 3).map((n) => n.target.join(' '))]))"""
+RICH = [
+    {"text": MARKDOWN[:200], "tool_calls": [todo_call(*LONG_PLAN[:4])]},
+    {"tool_calls": [bash_call("echo hello")]},
+    {"text": "Done."},
+]
+
+
+@pytest.mark.parametrize(
+    ("viewport", "scheme"), [(DESK, "light"), (PHONE, "dark")], ids=["desk-light", "phone-dark"]
+)
+def test_axe_core_finds_no_serious_or_critical_violation(
+    browser: object,
+    tmp_path: Path,
+    harness_home: Path,
+    viewport: dict[str, int],
+    scheme: str,
+) -> None:
+    """axe-core (vendored in tests/vendor with its license) on a page with Markdown, a plan,
+    rows and a waiting approval, light at a desk and dark on a phone."""
+    expect = playwright_api.expect
+    with (
+        asking(harness_home, tmp_path / "rich.json", RICH) as (served, _client, session),
+        browsing(browser, viewport, color_scheme=scheme, bypass_csp=True) as page,
+    ):
+        open_session(page, served, session)
+        send(page, "go")
+        row = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
+        page.add_script_tag(path=str(AXE))  # type: ignore[attr-defined]
+        assert page.evaluate(SERIOUS) == []  # type: ignore[attr-defined]

@@ -36,7 +36,12 @@ CSP: Final = (
 )
 HEARTBEAT: Final = 15  # seconds between comment lines on an idle event stream
 MAX_BODY: Final = 1 << 20  # bytes of a request body: a prompt of 1 MiB is past any context
-_STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+_STATIC: Final = {
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "index.html": "text/html",
+    "vendor/marked/marked.esm.js": "text/javascript",  # Markdown, vendored (MIT, LICENSE beside)
+}
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -165,7 +170,7 @@ def create_app(
         exception_handlers={404: unrouted, 405: unrouted},  # JSON, like every other error
         routes=[
             Route("/", guard(index, api=False)),
-            Route("/static/{name}", guard(asset, api=False)),
+            Route("/static/{name:path}", guard(asset, api=False)),
             Route("/dock/{path:path}", guard(dock_module, api=False)),
             Route("/api/dock", api(dock_list)),
             Route("/api/config", api(config)),

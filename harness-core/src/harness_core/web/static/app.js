@@ -1,9 +1,14 @@
 // The harness web page: sessions, a live conversation over Server-Sent Events, the input dock.
-// Model and tool text is only ever set as text (textContent), never parsed as HTML.
+// Model and tool text is only ever set as text (textContent), never parsed as HTML: Markdown
+// is tokenized by the vendored `marked` and built here node by node.
+
+import { lexer } from "/static/vendor/marked/marked.esm.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { id: null, stream: null, lastSeq: -1, rows: new Map(), questions: new Map(), streaming: "",
-                snapshotListeners: [], unmounts: [], config: { model: null, demo: null } };
+const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
+                questions: new Map(), streaming: "", snapshotListeners: [], unmounts: [], dock: null,
+                config: { model: null, demo: null }, follow: true, running: false, title: "",
+                sending: false, summaries: new Map() };
 
 // The token comes from the printed URL once and then lives in this tab's sessionStorage, which
 // is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
@@ -25,11 +30,19 @@ function authorized(headers = {}) {
   return { authorization: `Bearer ${TOKEN}`, ...headers };
 }
 
+const TOKEN_GONE = "This page's token is no longer valid (the server restarted?): open the URL harness serve printed.";
+
 async function api(path, options = {}) {
-  const response = await fetch(path, { credentials: "omit", ...options,
-    headers: authorized({ "content-type": "application/json", ...(options.headers || {}) }) });
+  let response;
+  try {
+    response = await fetch(path, { credentials: "omit", ...options,
+      headers: authorized({ "content-type": "application/json", ...(options.headers || {}) }) });
+  } catch {
+    throw Object.assign(new Error("connection lost: the server did not answer (is harness serve running?)"), { status: 0 });
+  }
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+  if (response.status === 401) connection(TOKEN_GONE);
+  if (!response.ok) throw Object.assign(new Error(body.error || `HTTP ${response.status}`), { status: response.status });
   return body;
 }
 
@@ -40,7 +53,26 @@ function el(tag, attrs = {}, text) {
   return node;
 }
 
-function status(text) { $("status").textContent = text || ""; }
+// -- one-line notices: a refused or failed request, the stream's connection ----------------
+
+function showError(error, offerDemo = false) {
+  const box = $("error");
+  box.replaceChildren(el("span", {}, String(error.message || error).split("\n")[0]));
+  if (offerDemo && state.config.demo) {
+    const demo = el("button", { type: "button" }, "Run the demo");
+    demo.onclick = () => runDemo().catch(showError);
+    box.append(demo);
+  }
+  box.hidden = false;
+}
+
+function clearError() { $("error").hidden = true; $("error").replaceChildren(); }
+
+function connection(text) {
+  const box = $("connection");
+  box.textContent = text || "";
+  box.hidden = !text;
+}
 
 // Characters that change how a command reads without showing themselves: every format
 // character (Cf: bidi overrides and isolates, marks, zero-width ones) and the line separators.
@@ -60,48 +92,96 @@ function visible(text) {
   return fragment;
 }
 
-// -- Markdown, safely: a small subset built from DOM nodes, never innerHTML ------------------
+// -- Markdown: marked's tokens built as DOM nodes; raw HTML in the text stays text ----------
 
-function inline(parent, text) {
-  const pattern = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*|\[[^\]]+\]\((https?:\/\/[^)\s]+)\))/g;
-  let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    parent.append(text.slice(last, match.index));
-    const token = match[0];
-    if (token.startsWith("`")) parent.append(el("code", {}, token.slice(1, -1)));
-    else if (token.startsWith("**")) parent.append(el("strong", {}, token.slice(2, -2)));
-    else if (token.startsWith("*")) parent.append(el("em", {}, token.slice(1, -1)));
-    else {
-      const label = token.slice(1, token.indexOf("]("));
-      parent.append(el("a", { href: match[2], rel: "noopener noreferrer", target: "_blank" }, label));
+const SAFE_LINK = /^(https?:|mailto:)/i;
+
+function inlines(parent, tokens) {
+  for (const token of tokens || []) {
+    switch (token.type) {
+      case "strong": case "em": case "del":
+        parent.append(inlines(el(token.type === "del" ? "s" : token.type), token.tokens)); break;
+      case "codespan": parent.append(el("code", {}, token.text)); break;
+      case "br": parent.append(el("br")); break;
+      case "link":
+        if (SAFE_LINK.test(token.href)) {
+          parent.append(inlines(el("a", { href: token.href, rel: "noopener noreferrer", target: "_blank" }), token.tokens));
+        } else parent.append(inlines(el("span"), token.tokens));
+        break;
+      case "image": parent.append(token.text ? `[${token.text}]` : ""); break;  // no remote images
+      case "html": parent.append(token.text); break;
+      default:
+        if (token.tokens) inlines(parent, token.tokens);
+        else parent.append(token.text ?? token.raw ?? "");
     }
-    last = match.index + token.length;
   }
-  parent.append(text.slice(last));
+  return parent;
+}
+
+function codeBlock(text) {
+  const box = el("div", { class: "code" });
+  const copy = el("button", { type: "button", class: "copy", "data-testid": "copy", "aria-label": "Copy the code" }, "Copy");
+  copy.onclick = () => navigator.clipboard.writeText(text).then(
+    () => { copy.textContent = "Copied"; setTimeout(() => { copy.textContent = "Copy"; }, 1500); },
+    () => { copy.textContent = "Copy failed"; });
+  const pre = el("pre");
+  pre.append(el("code", {}, text));
+  box.append(copy, pre);
+  return box;
+}
+
+function blocks(parent, tokens) {
+  for (const token of tokens || []) {
+    switch (token.type) {
+      case "paragraph": parent.append(inlines(el("p"), token.tokens)); break;
+      case "heading": parent.append(inlines(el(`h${Math.min(6, token.depth + 2)}`), token.tokens)); break;
+      case "code": parent.append(codeBlock(token.text)); break;
+      case "blockquote": parent.append(blocks(el("blockquote"), token.tokens)); break;
+      case "hr": parent.append(el("hr")); break;
+      case "list": {
+        const list = el(token.ordered ? "ol" : "ul");
+        if (token.ordered && Number.isInteger(token.start) && token.start !== 1) list.start = token.start;
+        for (const item of token.items) {
+          const li = el("li");
+          if (item.task) li.append(el("span", { class: "task" }, item.checked ? "☑ " : "☐ "));
+          list.append(blocks(li, item.tokens));
+        }
+        parent.append(list);
+        break;
+      }
+      case "table": {
+        const wrap = el("div", { class: "table" });
+        const table = el("table");
+        const head = el("tr");
+        for (const cell of token.header) head.append(inlines(el("th", { scope: "col" }), cell.tokens));
+        const thead = el("thead");
+        thead.append(head);
+        const tbody = el("tbody");
+        for (const row of token.rows) {
+          const tr = el("tr");
+          for (const cell of row) tr.append(inlines(el("td"), cell.tokens));
+          tbody.append(tr);
+        }
+        table.append(thead, tbody);
+        wrap.append(table);
+        parent.append(wrap);
+        break;
+      }
+      case "space": break;
+      case "html": parent.append(el("p", {}, token.text)); break;  // shown as the text it is
+      case "text": parent.append(token.tokens ? inlines(document.createDocumentFragment(), token.tokens) : token.text); break;
+      default: parent.append(el("p", {}, token.raw || ""));
+    }
+  }
+  return parent;
 }
 
 function markdown(text) {
-  const root = document.createDocumentFragment();
-  const lines = text.split("\n");
-  let list = null;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (line.startsWith("```")) {
-      const code = [];
-      while (++i < lines.length && !lines[i].startsWith("```")) code.push(lines[i]);
-      const pre = el("pre"); pre.append(el("code", {}, code.join("\n"))); root.append(pre);
-      list = null; continue;
-    }
-    const heading = /^(#{1,4})\s+(.*)$/.exec(line);
-    const item = /^\s*(?:[-*]|\d+\.)\s+(.*)$/.exec(line);
-    if (heading) { const h = el(`h${heading[1].length + 2}`); inline(h, heading[2]); root.append(h); list = null; }
-    else if (item) {
-      if (!list) { list = el(/^\s*\d/.test(line) ? "ol" : "ul"); root.append(list); }
-      const li = el("li"); inline(li, item[1]); list.append(li);
-    } else if (line.trim()) { const p = el("p"); inline(p, line); root.append(p); list = null; }
-    else list = null;
+  try {
+    return blocks(document.createDocumentFragment(), lexer(text));
+  } catch {
+    return el("p", {}, text);  // whatever marked cannot read shows as it came
   }
-  return root;
 }
 
 // -- rendering events ------------------------------------------------------------------------
@@ -124,11 +204,12 @@ function applyRow(row) {
 function answer(callId, reply, buttons) {
   for (const button of buttons.querySelectorAll("button")) button.disabled = true;
   api(`/api/sessions/${state.id}/approvals`, { method: "POST", body: JSON.stringify({ call_id: callId, answer: reply }) })
-    .catch((e) => status(e.message));
+    .catch(showError);
 }
 
 function askBox(question) {
-  const box = el("div", { class: "approval", "data-testid": "approval" });
+  const box = el("div", { class: "approval", "data-testid": "approval", role: "group", tabindex: "-1",
+                          "aria-label": `Approval needed: ${question.tool} wants to run ${question.summary}` });
   if (question.detail) {
     const detail = el("pre", { "data-testid": "approval-detail" });
     detail.append(visible(question.detail));
@@ -146,7 +227,8 @@ function askBox(question) {
 }
 
 // The open questions (the snapshot's `approvals`): a question about a call on this page waits
-// in its row; one about a call the page does not show (a subagent's) waits in a card.
+// in its row; one about a call the page does not show (a subagent's) waits in a card. A new
+// one takes focus, so a keyboard user lands on it.
 function applyQuestions(questions) {
   const open = new Map(questions.map((q) => [q.call_id, q]));
   for (const [callId] of state.questions) {
@@ -156,22 +238,37 @@ function applyQuestions(questions) {
     if (node.dataset.state === "waiting") node.dataset.state = "running";
   }
   const cards = [];
+  let opened = null;
   for (const question of open.values()) {
     const node = state.rows.get(question.call_id);
+    const known = state.questions.has(question.call_id);
     if (!node) {
-      const card = el("div", { class: "approval-card", "data-testid": "approval-card", "data-tool": question.tool });
+      const card = el("div", { class: "approval-card", "data-testid": "approval-card", "data-tool": question.tool,
+                               "data-call": question.call_id });
       const where = question.session_id === state.id ? "" : " (in a subagent)";
       const line = el("div");
       line.append(visible(`${question.tool}${where} wants to run: ${question.summary}`));
-      card.append(line, askBox(question));
+      const box = askBox(question);
+      card.append(line, box);
       cards.push(card);
-    } else if (!state.questions.has(question.call_id) || !node.querySelector("[data-testid=approval]")) {
+      if (!known) opened = box;
+    } else if (!known || !node.querySelector("[data-testid=approval]")) {
       node.dataset.state = "waiting";
-      node.append(askBox(question));
+      const box = askBox(question);
+      node.append(box);
+      opened = box;
     }
   }
   $("approvals").replaceChildren(...cards);
   state.questions = open;
+  if (opened) opened.focus();
+  retitle();
+}
+
+function retitle() {
+  const base = state.title ? `${state.title} · harness` : "harness";
+  const waiting = state.questions.size;
+  document.title = waiting ? `(${waiting}) Approval needed · ${base}` : base;
 }
 
 function toolRow(call) {
@@ -179,40 +276,59 @@ function toolRow(call) {
                           class: "tool-row" });
   const details = el("details");
   const head = el("summary");
-  head.append(el("span", { class: "mark" }), el("span", { class: "name" }, call.name),
+  head.append(el("span", { class: "mark", "aria-hidden": "true" }), el("span", { class: "name" }, call.name),
               el("span", { "data-testid": "tool-summary" }, call.name));
   details.append(head, el("pre", { "data-testid": "tool-output" }, ""));
   row.append(details, el("div", { class: "approval-note", "data-testid": "approval-note" }));
   state.rows.set(call.id, row);
+  const result = state.results.get(call.id);  // its result came on a newer page, shown first
+  if (result) showResult(row, result);
   const question = state.questions.get(call.id);
-  if (question) { row.dataset.state = "waiting"; row.append(askBox(question)); }
+  if (question) {  // asked before its row came: the question moves here, focus with it
+    row.dataset.state = "waiting";
+    const box = askBox(question);
+    row.append(box);
+    for (const card of $("approvals").children) if (card.dataset.call === call.id) card.remove();
+    queueMicrotask(() => box.focus());
+  }
   return row;
+}
+
+function showResult(row, data) {
+  row.dataset.state = data.is_error ? "error" : "ok";
+  row.querySelector("[data-testid=tool-output]").textContent = data.text;
+}
+
+function stamp(node, envelope) {
+  if (!envelope.ts) return node;
+  const when = new Date(envelope.ts);
+  node.dataset.time = when.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  node.title = when.toLocaleString();
+  return node;
 }
 
 function render(envelope, into) {
   const data = envelope.data;
   switch (envelope.type) {
     case "message/user":
-      into.append(el("div", { "data-testid": "message", "data-role": "user", class: "message user" }, data.text));
+      into.append(stamp(el("div", { "data-testid": "message", "data-role": "user", class: "message user" }, data.text), envelope));
       break;
     case "message/assistant": {
-      const message = el("div", { "data-testid": "message", "data-role": "assistant", class: "message assistant" });
+      const message = stamp(el("div", { "data-testid": "message", "data-role": "assistant", class: "message assistant" }), envelope);
       if (data.reasoning_content) {
         const thought = el("details", { class: "reasoning" });
         thought.append(el("summary", {}, "reasoning"), el("div", {}, data.reasoning_content));
         message.append(thought);
       }
       if (data.text) message.append(markdown(data.text));
-      into.append(message);
+      if (message.childNodes.length) into.append(message);
       for (const call of data.tool_calls || []) into.append(toolRow(call));
       break;
     }
     case "tool/result": {
       const row = state.rows.get(data.call_id);
-      if (row) {
-        row.dataset.state = data.is_error ? "error" : "ok";
-        row.querySelector("[data-testid=tool-output]").textContent = data.text;
-      }
+      if (row) showResult(row, data);
+      else state.results.set(data.call_id, data);  // its call is on an older page
       break;
     }
     case "turn/end":
@@ -227,12 +343,25 @@ function render(envelope, into) {
   }
 }
 
+// The conversation follows new events only while the reader is at its end.
+function atEnd() {
+  const box = $("messages");
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+}
+
+function toEnd() {
+  const box = $("messages");
+  box.scrollTop = box.scrollHeight;
+}
+
 function live(envelope) {
   if (envelope.seq <= state.lastSeq) return;  // already shown (a reconnect resends)
   state.lastSeq = envelope.seq;
   if (envelope.type === "message/assistant") endStreaming();
-  render(envelope, $("messages"));
-  $("messages").scrollTop = $("messages").scrollHeight;
+  render(envelope, $("log"));
+  if (state.follow) toEnd();
+  const count = state.summaries.get(state.id);
+  if (count) count.events = envelope.seq;
 }
 
 function streamDelta(delta) {
@@ -241,6 +370,7 @@ function streamDelta(delta) {
   const box = $("streaming");
   box.hidden = false;
   box.textContent = state.streaming;
+  if (state.follow) toEnd();
 }
 
 function endStreaming() {
@@ -250,28 +380,38 @@ function endStreaming() {
 }
 
 function applySnapshot(snapshot) {
+  state.running = Boolean(snapshot.running);
   $("cancel").disabled = !snapshot.running;
   applyQuestions(snapshot.approvals || []);
   const queue = $("queue");
   queue.replaceChildren(...(snapshot.queued || []).map((prompt) =>
-    el("li", { "data-testid": "queue-item" }, prompt)));
+    el("li", { "data-testid": "queue-item", title: prompt.slice(0, 2000) }, prompt)));
   for (const listener of state.snapshotListeners) listener(snapshot);
+  if (state.follow) toEnd();
 }
 
 // -- the dock: plugins' panels above the prompt ---------------------------------------------
 
-async function mountDock(sessionId) {
+async function mountDock(sessionId, generation) {
   for (const unmount of state.unmounts) unmount();
   state.unmounts = [];
   state.snapshotListeners = [];
   const slot = $("dock-slot");
   slot.replaceChildren();
-  const entries = await api("/api/dock");
+  state.dock ??= api("/api/dock");
+  const entries = await state.dock;
   for (const entry of entries.filter((e) => e.slot === "conversation.input.dock")) {
     const box = el("div", { class: "dock-entry" });
+    let module;
+    try {
+      module = await import(entry.url);
+    } catch (error) {
+      console.error("dock entry failed", entry.url, error);
+      continue;
+    }
+    if (generation !== state.generation) return;  // another session was opened meanwhile
     slot.append(box);
     try {
-      const module = await import(entry.url);
       const unmount = module.mount(box, {
         sessionId,
         onSnapshot: (listener) => state.snapshotListeners.push(listener),
@@ -289,64 +429,114 @@ async function mountDock(sessionId) {
 
 // -- sessions --------------------------------------------------------------------------------
 
-async function listSessions() {
-  const { sessions } = await api("/api/sessions");
-  $("sessions").replaceChildren(...sessions.map((s) => {
-    const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
-                    s.title || "(no prompt yet)");
-    if (s.id === state.id) link.classList.add("current");
-    link.append(el("small", {}, `${s.updated.slice(0, 19).replace("T", " ")} · ${s.events} events`));
-    return link;
-  }));
+const WHEN = { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+
+function sessionLink(s) {
+  const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
+                  s.title || "(no prompt yet)");
+  if (s.id === state.id) { link.classList.add("current"); link.setAttribute("aria-current", "page"); }
+  const small = el("small");
+  const draw = () => {
+    const when = new Date(s.updated);
+    small.textContent = `${isNaN(when) ? s.updated : when.toLocaleString(undefined, WHEN)} · ${s.events} events`;
+  };
+  draw();
+  link.append(small);
+  // The open session's count follows its events as they arrive.
+  state.summaries.set(s.id, { get events() { return s.events; }, set events(n) { s.events = n; draw(); } });
+  return link;
 }
 
-function prepend(events) {
-  const fragment = document.createDocumentFragment();
-  for (const envelope of events) render(envelope, fragment);
-  $("messages").prepend(fragment);
+async function listSessions() {
+  const { sessions } = await api("/api/sessions");
+  state.summaries = new Map();
+  $("sessions").replaceChildren(...sessions.map(sessionLink));
+  const current = sessions.find((s) => s.id === state.id);
+  if (current) { state.title = current.title || ""; $("session-title").textContent = state.title; retitle(); }
+  filterSessions();
+}
+
+function filterSessions() {
+  const needle = $("search").value.trim().toLowerCase();
+  for (const link of $("sessions").children) {
+    link.hidden = Boolean(needle) && !link.textContent.toLowerCase().includes(needle) && !link.dataset.id.includes(needle);
+  }
+}
+
+function markCurrent(id) {
+  for (const link of $("sessions").children) {
+    const current = link.dataset.id === id;
+    link.classList.toggle("current", current);
+    if (current) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
+  }
 }
 
 async function openSession(id) {
+  // Whatever the previous session was doing stops here: its stream closes, and every await
+  // below checks that this is still the session asked for before it draws anything.
+  const generation = ++state.generation;
   state.stream?.abort();
-  Object.assign(state, { id, lastSeq: -1, rows: new Map(), questions: new Map() });
+  state.stream = null;
+  Object.assign(state, { id, lastSeq: -1, rows: new Map(), results: new Map(), questions: new Map(),
+                         follow: true, running: false });
+  delete document.body.dataset.session;
   $("approvals").replaceChildren();
+  $("queue").replaceChildren();
+  $("older").hidden = true;
   endStreaming();
-  $("messages").replaceChildren();
-  await mountDock(id);
-  const page = await api(`/api/sessions/${id}/history?limit=200`);
+  clearError();
+  $("log").replaceChildren();
+  markCurrent(id);
+  closeDrawer();
+  const [page] = await Promise.all([api(`/api/sessions/${id}/history?limit=200`), mountDock(id, generation)]);
+  if (generation !== state.generation) return;
   for (const envelope of page.events) live(envelope);
   for (const row of Object.values(page.rows || {})) applyRow(row);
   applySnapshot(page.snapshot);
-  showOlder(page.before);
+  showOlder(page.before, generation);
   connect(id);
+  toEnd();
   document.body.dataset.session = id;  // the page shows this session now (tests wait on it)
-  listSessions();
+  await listSessions();
 }
 
-function showOlder(before) {
+// Older pages load when the reader scrolls to the top (or clicks), a thousand events at a time,
+// and the view stays where it was.
+function showOlder(before, generation) {
   const button = $("older");
   button.hidden = before === null;
   button.onclick = async () => {
-    const page = await api(`/api/sessions/${state.id}/history?before=${before}&limit=200`);
-    prepend(page.events);
+    button.onclick = null;
+    const page = await api(`/api/sessions/${state.id}/history?before=${before}&limit=1000`);
+    if (generation !== state.generation) return;
+    const box = $("messages");
+    const height = box.scrollHeight;
+    const fragment = document.createDocumentFragment();
+    for (const envelope of page.events) render(envelope, fragment);
+    $("log").prepend(fragment);
     for (const row of Object.values(page.rows || {})) applyRow(row);
-    showOlder(page.before);
+    box.scrollTop += box.scrollHeight - height;
+    showOlder(page.before, generation);
   };
 }
+
+const older = new IntersectionObserver((entries) => {
+  if (entries.some((e) => e.isIntersecting) && !$("older").hidden) $("older").onclick?.();
+}, { root: null, rootMargin: "200px" });
 
 // The event stream, read with fetch so it can carry the bearer header (EventSource cannot).
 // It reconnects from the last seq shown, as EventSource would with Last-Event-ID.
 const handlers = {
   message: (envelope) => {
     live(envelope);
-    if (envelope.type === "turn/end" || envelope.type === "message/user") listSessions();
+    if (envelope.type === "turn/end" || envelope.type === "message/user") listSessions().catch(() => {});
   },
   delta: streamDelta,
   row: applyRow,
   snapshot: (snapshot) => {
     // The server's log ends before what this page showed (another log under the same id):
     // start over from the tail page rather than wait for seqs that already passed.
-    if (snapshot.seq < state.lastSeq) { openSession(state.id).catch((e) => status(e.message)); return; }
+    if (snapshot.seq < state.lastSeq) { openSession(state.id).catch(showError); return; }
     applySnapshot(snapshot);
   },
   approval: (question) => applyQuestions([...state.questions.values(), question]),
@@ -359,23 +549,25 @@ function connect(id) {
 }
 
 async function follow(id, signal) {
+  let delay = 500;
   while (!signal.aborted) {
     try {
       const response = await fetch(`/api/sessions/${id}/events?after=${state.lastSeq}`,
         { credentials: "omit", headers: authorized(), signal });
-      if (response.status === 401 || response.status === 404) {
-        status((await response.json()).error);
-        return;
-      }
+      if (response.status === 401) { connection(TOKEN_GONE); return; }
+      if (response.status === 404) { connection((await response.json()).error); return; }
       if (response.ok) {
-        status("");
+        connection("");
+        delay = 500;
         await readEvents(response.body, signal);
       }
-    } catch (error) {
+    } catch {
       if (signal.aborted) return;
     }
-    status("connection lost: reconnecting…");
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (signal.aborted) return;
+    connection("Connection lost: reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 5000);
   }
 }
 
@@ -413,37 +605,89 @@ async function newSession(model) {
   return id;
 }
 
+// The prompt leaves the box only once the server took it; a refusal stays with it, in one line.
+async function submitPrompt() {
+  const box = $("prompt");
+  const prompt = box.value;
+  if (!prompt.trim() || state.sending) return;
+  state.sending = true;
+  try {
+    if (!state.id) await openSession(await newSession(null));
+    await send(prompt);
+    if (box.value === prompt) box.value = "";
+    clearError();
+  } catch (error) {
+    showError(error, error.status === 422 && state.config.model === null);
+  } finally {
+    state.sending = false;
+  }
+}
+
+// The demo runs in the session on screen when it is still empty, else in a new one.
+async function runDemo() {
+  const fresh = !state.id || state.lastSeq > 0;
+  if (fresh) await openSession(await newSession("demo"));
+  $("log").append(el("div", { class: "turn-note", "data-testid": "demo-note" },
+    "demo: its commands are fixed and harmless, so tools run without asking"));
+  await send(state.config.demo, fresh ? null : "demo");
+  clearError();
+}
+
 function route() {
   const match = /^#\/s\/([A-Za-z0-9._-]+)$/.exec(location.hash);
-  if (match && match[1] !== state.id) openSession(match[1]).catch((e) => status(e.message));
+  if (match && match[1] !== state.id) openSession(match[1]).catch(showError);
+}
+
+// -- phone widths: the session list is a drawer ---------------------------------------------
+
+function openDrawer(open) {
+  document.body.classList.toggle("drawer-open", open);
+  $("sessions-toggle").setAttribute("aria-expanded", String(open));
+  $("backdrop").hidden = !open;
+}
+
+function closeDrawer() { openDrawer(false); }
+
+function welcome() {
+  if (state.id) return;
+  const hint = el("div", { class: "welcome" });
+  if (state.config.model === null) {
+    hint.append(el("p", {}, "No model is configured. Run the demo to watch a scripted session plan its work and run harmless commands, or start harness serve with --model PROVIDER:MODEL."));
+    const demo = el("button", { type: "button", class: "primary" }, "Run the demo");
+    demo.onclick = () => runDemo().catch(showError);
+    hint.append(demo);
+  } else {
+    hint.append(el("p", {}, `Choose a session, or type a prompt to start a new one (model ${state.config.model}).`));
+  }
+  $("log").replaceChildren(hint);
 }
 
 async function start() {
   state.config = await api("/api/config");
   $("demo").hidden = state.config.model !== null;
-  $("demo").onclick = async () => {
-    const id = await newSession("demo");
-    await openSession(id);
-    $("messages").append(el("div", { class: "turn-note", "data-testid": "demo-note" },
-      "demo: its commands are fixed and harmless, so tools run without asking"));
-    await send(state.config.demo);
-  };
-  $("new-session").onclick = () => newSession(null).catch((e) => status(e.message));
-  $("composer").onsubmit = (event) => {
-    event.preventDefault();
-    const prompt = $("prompt").value;
-    if (!prompt.trim() || !state.id) return;
-    $("prompt").value = "";
-    send(prompt).catch((e) => status(e.message));
-  };
+  $("demo").onclick = () => runDemo().catch(showError);
+  $("new-session").onclick = () => newSession(null).catch(showError);
+  $("sessions-toggle").onclick = () => openDrawer(!document.body.classList.contains("drawer-open"));
+  $("backdrop").onclick = closeDrawer;
+  $("sessions").onclick = closeDrawer;  // a chosen session, even the one on screen
+  $("search").oninput = filterSessions;
+  $("composer").onsubmit = (event) => { event.preventDefault(); submitPrompt(); };
   $("prompt").onkeydown = (event) => {
-    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
+    // Enter that ends an input-method composition picks the characters: it does not send.
+    if (event.isComposing || event.keyCode === 229) return;
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); submitPrompt(); }
+    if (event.key === "Escape" && state.running) { event.preventDefault(); $("cancel").click(); }
   };
-  $("cancel").onclick = () => api(`/api/sessions/${state.id}/cancel`, { method: "POST" })
-    .catch((e) => status(e.message));
+  $("cancel").onclick = () => api(`/api/sessions/${state.id}/cancel`, { method: "POST" }).catch(showError);
+  document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeDrawer(); });
+  $("messages").addEventListener("scroll", () => { state.follow = atEnd(); }, { passive: true });
+  // The dock grows (a plan, a queue): the reader at the end stays at the end.
+  new ResizeObserver(() => { if (state.follow) toEnd(); }).observe($("messages"));
+  older.observe($("older"));
   window.addEventListener("hashchange", route);
+  welcome();
   await listSessions();
   route();
 }
 
-start().catch((error) => status(error.message));
+start().catch(showError);

@@ -1,17 +1,44 @@
 // harness-tool-todo's dock entry: the plan panel above the prompt (slot conversation.input.dock).
 // It renders the snapshot's `todos` (the standing plan the host computes from the whole log)
 // and never scans events. Task text is set as text, never as HTML.
+//
+// Like the terminal's plan strip: the panel is capped (about a third of the viewport), keeps the
+// task in progress in view, and marks each task ☑ ▶ ☐ with a CSS ::before symbol (so an item's
+// text is exactly its task) and an aria-label naming its status for screen readers.
 
-// Styles go through the CSSOM: the page's Content-Security-Policy forbids inline style markup.
-const LOOKS = {
-  pending: {},
-  in_progress: { fontWeight: "600" },
-  completed: { textDecoration: "line-through", opacity: "0.6" },
-};
+// Styles go in a constructed style sheet: the page's Content-Security-Policy forbids inline
+// style markup. Colours come from the page's variables, so a dark theme applies here too.
+const STYLE = `
+.todo-dock { display: flex; flex-direction: column; max-height: 33vh; border: 1px solid var(--line, #d3d8dd);
+  border-radius: 6px; padding: 6px 10px; margin-bottom: 6px; font-size: 13px; min-width: 0; }
+.todo-head { display: flex; justify-content: space-between; align-items: center; gap: 8px; min-width: 0; }
+.todo-head [data-testid=todo-summary] { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; min-width: 0; }
+.todo-head button { flex: none; }
+.todo-items { list-style: none; margin: 4px 0 0; padding: 0; overflow-y: auto; min-height: 0; position: relative; }
+.todo-items li { padding: 1px 4px 1px 1.6em; text-indent: -1.3em; border-radius: 4px; overflow-wrap: anywhere; }
+.todo-items li::before { display: inline-block; width: 1.3em; text-indent: 0; }
+.todo-items li[data-status=pending]::before { content: "☐"; color: var(--muted, #596470); }
+.todo-items li[data-status=in_progress] { font-weight: 600; background: var(--highlight, #eaf1fd); }
+.todo-items li[data-status=in_progress]::before { content: "▶"; color: var(--accent, #2359b8); }
+.todo-items li[data-status=completed] { color: var(--muted, #596470); }
+.todo-items li[data-status=completed]::before { content: "☑"; color: var(--ok, #1d7031); }
+`;
+const STATUS = { pending: "pending", in_progress: "in progress", completed: "done" };
+
+let styled = false;
+
+function style() {
+  if (styled) return;
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync(STYLE);
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  styled = true;
+}
 
 export function mount(slot, host) {
   let todos = [];
   let collapsed = host.storage.get("todo-collapsed") === "1";
+  style();
 
   function render() {
     slot.replaceChildren();
@@ -21,11 +48,9 @@ export function mount(slot, host) {
     const dock = document.createElement("section");
     dock.dataset.testid = "todo-dock";
     dock.className = "todo-dock";
-    Object.assign(dock.style, { border: "1px solid #dde1e5", borderRadius: "6px",
-                                padding: "6px 10px", marginBottom: "6px", fontSize: "13px" });
+    dock.setAttribute("aria-label", "Plan");
     const head = document.createElement("div");
     head.className = "todo-head";
-    Object.assign(head.style, { display: "flex", justifyContent: "space-between", gap: "8px" });
     const summary = document.createElement("span");
     summary.dataset.testid = "todo-summary";
     summary.textContent = `Plan ${done}/${todos.length} done` + (active ? ` · now: ${active.content}` : "");
@@ -44,16 +69,22 @@ export function mount(slot, host) {
     if (!collapsed) {
       const list = document.createElement("ul");
       list.className = "todo-items";
+      let current = null;
       for (const todo of todos) {
         const item = document.createElement("li");
         item.dataset.testid = "todo-item";
         item.dataset.status = todo.status;
-        item.title = todo.status.replace("_", " ");
+        item.setAttribute("aria-label", `${STATUS[todo.status] || todo.status}: ${todo.content}`);
         item.textContent = todo.content;
-        Object.assign(item.style, LOOKS[todo.status] || {});
+        if (todo === active) current = item;
         list.append(item);
       }
       dock.append(list);
+      slot.append(dock);
+      // The task in progress stays in view, a little below the top, as the terminal strip
+      // collapses a long plan around it.
+      if (current) list.scrollTop = Math.max(0, current.offsetTop - list.clientHeight / 3);
+      return;
     }
     slot.append(dock);
   }
