@@ -99,3 +99,25 @@ def test_a_live_conversation_keeps_only_the_open_calls(
     assert all(a == b for a, b in kinds)
     assert len(kept.entries) == 15 and len(kept.rows) == 10
     assert live.entries == [] and live.rows == {} and live.running == []
+
+
+def test_a_log_is_freed_the_moment_it_is_dropped(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """No reference cycle keeps a log (and a reader's events) alive until the cyclic
+    collector runs: a host that lets sessions go gets their memory back at once."""
+    import weakref
+
+    with _written(log_store, log_turn, 3) as log:
+        session_id = log.session_id
+    gc.disable()
+    try:
+        for writable in (False, True):
+            opened = log_store.open(session_id, writable=writable)
+            opened.projection.request_messages()
+            gone = weakref.ref(opened)
+            opened.close()
+            del opened
+            assert gone() is None, f"writable={writable}"
+    finally:
+        gc.enable()

@@ -10,6 +10,7 @@ keeps the tail index (`_index.py`). What is the same on every store is `SessionL
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import suppress
 from functools import partial
@@ -298,6 +299,9 @@ class _WholeLines:
             self.count += len(lines)
             self.size += sum(map(len, lines))
             yield lines
+            # A host reads sessions in worker threads: let its event loop's thread have the
+            # interpreter between blocks (the switch interval would leave it waiting).
+            time.sleep(0)
             lines = self.handle.readlines(_READ_BLOCK)
 
 

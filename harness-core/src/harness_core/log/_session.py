@@ -111,6 +111,18 @@ def _unknown_types(types: set[str], registry: EventTypeRegistry) -> list[str]:
     return [f"unknown event type {t!r} kept and skipped" for t in sorted(unknown)]
 
 
+class _Carried:
+    """What plugins carry across a compaction (fixed when the log folded it, see `_fold`)."""
+
+    __slots__ = ("_carry",)
+
+    def __init__(self, carry: dict[int, list[str]]) -> None:
+        self._carry = carry
+
+    def __call__(self, compaction: Event) -> list[str]:
+        return self._carry.pop(compaction.seq, [])
+
+
 class SessionLog:
     """One session's event log, open for writing (the one writer) or reading.
 
@@ -126,10 +138,13 @@ class SessionLog:
         self._writable = writable
         self._events: list[Event] | None = None if writable else []
         self.problems: list[str] = []
-        self.projection = MessageProjection(registry.surface, self._carried)
+        # Compaction seq -> what plugins carry across it, until the projection folds it. The
+        # projection gets the dict's own method, not one of this log's: a log in a reference
+        # cycle with its projection waits for the cyclic collector to free all its events.
+        self._carry: dict[int, list[str]] = {}
+        self.projection = MessageProjection(registry.surface, _Carried(self._carry))
         self.newest = Newest()
         self.grants = Grants()
-        self._carry: dict[int, list[str]] = {}  # compaction seq -> what plugins carry, until folded
         self.start: Event | None = None  # session/start
         self._last_seq = -1
         self.listeners: list[Listener] = []
@@ -305,10 +320,6 @@ class SessionLog:
 
     # -- queries and lifetime --------------------------------------------------------------
 
-    def _carried(self, compaction: Event) -> list[str]:
-        """What plugins carry across `compaction` (fixed when it was folded, see `_fold`)."""
-        return self._carry.pop(compaction.seq, [])
-
     def latest(self, types: Iterable[str] | str) -> Event | None:
         """The newest event of one of `types` (or of `types`, a str)."""
         return self.newest.latest(types)
@@ -320,6 +331,7 @@ class SessionLog:
                 self.commit()
             finally:
                 self._writable = False
+                self.listeners.clear()  # observers hold the log (partial): no cycle outlives it
                 self._release()
 
     def __enter__(self) -> SessionLog:

@@ -45,6 +45,7 @@ logger = logging.getLogger("harness.web")
 
 WATCH_INTERVAL: Final = 0.25  # seconds between looks at a file another process writes
 MAX_SESSIONS: Final = 64  # sessions held in memory; idle ones beyond it are evicted
+_YIELD_EVERY: Final = 500  # events folded between two chances for the event loop's thread
 
 # What subscribers receive: ("event", envelope), ("delta", {...}), ("row", {...}),
 # ("approval", {...}) or ("snapshot", {...}).
@@ -176,8 +177,10 @@ class Hub:
         """The session's reader and its snapshot, folded (in a worker thread)."""
         reader = self.runtime.reader(session_id)
         snapshot = SessionSnapshot(self.runtime.host.hooks.snapshot_fields())
-        for event in reader.events:
+        for n, event in enumerate(reader.events):
             snapshot.apply(event)
+            if n % _YIELD_EVERY == 0:
+                time.sleep(0)  # the event loop's thread gets the interpreter now and then
         return reader, snapshot
 
     async def sessions(self) -> list[SessionSummary]:
