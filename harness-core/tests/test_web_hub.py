@@ -4,9 +4,11 @@ closed, and opening a long session off the event loop."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness_core.log import EventTypeRegistry, Notify, SessionStore
 from harness_core.loop import Approval
 from harness_core.models import ModelBase, ModelResponse
 from harness_core.runtime import Runtime
@@ -102,3 +104,52 @@ async def test_opening_a_long_session_leaves_the_event_loop_free(harness_home: P
     ticking.cancel()
     assert ticks - before > 10  # the loop went round while the session was folded
     await hub.aclose()
+
+
+class Notifying(SessionStore):
+    """A file store that says when a session was committed to, as a database store does."""
+
+    def __init__(self, home: Path, registry: EventTypeRegistry) -> None:
+        super().__init__(home, registry)
+        self.notify: Notify | None = None
+
+    def subscribe(self, notify: Notify) -> Callable[[], None]:  # type: ignore[override]
+        self.notify = notify
+        return lambda: None
+
+
+async def test_a_store_that_notifies_wakes_the_followers_with_no_polling(
+    harness_home: Path,
+) -> None:
+    """Another process's commit reaches a subscriber when the store says so (from its own
+    thread), and not before: nothing polls a store that notifies."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = Notifying(harness_home, hub.runtime.host.event_types)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    queue, _ = await hub.subscribe(session)
+    with store.open(session) as other:  # the other process, appending
+        other.append("turn/start", {}, turn=1)
+        other.commit()
+    await asyncio.sleep(0.6)  # longer than any poll would wait
+    assert all(kind != "event" for kind, _ in _drain(queue))
+    assert store.notify is not None
+    await asyncio.to_thread(store.notify, session, 1)
+    kind, envelope = await asyncio.wait_for(_next_event(queue), 5)
+    assert (kind, envelope["type"]) == ("event", "turn/start")
+    hub.unsubscribe(session, queue)
+    await hub.aclose()
+
+
+def _drain(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any]]:
+    drained = []
+    while not queue.empty():
+        drained.append(queue.get_nowait())
+    return drained
+
+
+async def _next_event(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> tuple[str, Any]:
+    while True:
+        kind, data = await queue.get()
+        if kind == "event":
+            return kind, data

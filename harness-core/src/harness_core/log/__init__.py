@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     )
     from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
     from ._store import SessionNotFound, SessionStore, default_home
-    from ._stores import Store, StoreError, redact_url, scheme_of
+    from ._stores import Notify, Store, StoreError, redact_url, scheme_of
     from ._tail import find_latest, last_event
     from ._types import (
         CORE_EVENT_TYPES,
@@ -87,6 +87,7 @@ _EXPORTS: Final = {
     "SessionNotFound": "_store",
     "SessionStart": "_events",
     "SessionStore": "_store",
+    "Notify": "_stores",
     "Store": "_stores",
     "StoreError": "_stores",
     "redact_url": "_stores",
@@ -132,6 +133,7 @@ __all__ = [
     "LogWriteError",
     "MessageProjection",
     "NotASession",
+    "Notify",
     "ReadOnlyLog",
     "SessionLocked",
     "SessionLog",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, no
     from ._envelope import Event
     from ._file import FileLog
     from ._session import EventSink
+    from ._stores import Notify
     from ._types import EventTypeRegistry
 
 __all__ = ["SessionNotFound", "SessionStore", "SessionSummary", "default_home"]
@@ -125,6 +126,10 @@ class SessionStore:
         from ._file import read_lines
 
         return read_lines(self.path(session_id), self.registry)
+
+    def subscribe(self, notify: Notify) -> None:
+        """Files tell nobody of an append: a reader that follows a session polls it."""
+        return None
 
     def list(self) -> list[SessionSummary]:
         """Every session file, most recently active first; unreadable ones last, with a problem."""

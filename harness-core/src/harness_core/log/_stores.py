@@ -16,7 +16,7 @@ scheme (`postgresql://...`). `--store` wins over `HARNESS_STORE`, which wins ove
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from ._session import EventSink, SessionLog
     from ._types import EventTypeRegistry
 
-__all__ = ["Store", "StoreError", "redact_url", "scheme_of"]
+__all__ = ["Notify", "Store", "StoreError", "redact_url", "scheme_of"]
+
+# (session id, the newest committed seq): what a store tells its subscribers.
+Notify = Callable[[str, int], None]
 
 _PASSWORD: Final = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:)([^@/?#]*)(@)", re.IGNORECASE)
 
@@ -76,6 +79,12 @@ class Store(Protocol):
 
     def lines(self, session_id: str) -> Iterator[bytes]:
         """The session's envelopes as stored, one JSON object each (`harness events`)."""
+        ...
+
+    def subscribe(self, notify: Notify) -> Callable[[], None] | None:
+        """Call `notify(session_id, seq)` (from any thread) once events up to `seq` are
+        committed to a session, by any process; returns how to stop. None: this store cannot
+        notify, and a reader that follows a session polls it (the file store)."""
         ...
 
 

@@ -132,6 +132,11 @@ class Hub:
         self._opening: dict[str, asyncio.Future[_Live]] = {}
         self._closing: set[asyncio.Task[None]] = set()  # evicted sessions, closing
         self._approval = web.approval
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # The store's notification of commits (any process's), once a session is followed;
+        # None where the store has none (files): the followers poll then.
+        self._unsubscribe: Callable[[], None] | None = None
+        self._notified = False
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -267,6 +272,8 @@ class Hub:
                 live.follower.cancel()
             await live.session.aclose()
         await asyncio.gather(*self._closing)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
 
     # -- fan-out ---------------------------------------------------------------------------
 
@@ -300,18 +307,40 @@ class Hub:
             live.follower = asyncio.get_running_loop().create_task(self._watch(session_id, live))
 
     async def _watch(self, session_id: str, live: _Live) -> None:
-        """Follow the file while anyone listens or a turn runs: at once after our own
-        appends, every WATCH_INTERVAL for another process's."""
+        """Follow the session while anyone listens or a turn runs: at once after our own
+        appends and whenever the store says another process committed; where the store
+        cannot say (files), also every WATCH_INTERVAL."""
+        self._listen()
+        poll = None if self._unsubscribe is not None else WATCH_INTERVAL
         try:
             while live.subscribers or live.session.busy or live.dirty.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(live.dirty.wait(), WATCH_INTERVAL)
+                    await asyncio.wait_for(live.dirty.wait(), poll)
                 live.dirty.clear()
                 await self._catch_up(session_id, live)
         except Exception:
             logger.exception("session %s: following its log stopped", session_id)
         finally:
             live.follower = None
+
+    def _listen(self) -> None:
+        """Subscribe to the store's commits, once (the first session followed)."""
+        if self._notified:
+            return
+        self._notified, self._loop = True, asyncio.get_running_loop()
+        self._unsubscribe = self.runtime.store.subscribe(self._committed)
+
+    def _committed(self, session_id: str, seq: int) -> None:
+        """The store's notification, from any thread: wake that session's follower."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake, session_id, seq)
+
+    def _wake(self, session_id: str, seq: int) -> None:
+        live = self._live.get(session_id)
+        if live is not None and seq > live.reader.next_seq - 1:
+            live.dirty.set()
+            self._follow(session_id, live)
 
     def row(self, row: ToolRow) -> dict[str, Any]:
         """A tool row as the page shows it: the tool's own one-line call and result."""
