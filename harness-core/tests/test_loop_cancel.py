@@ -16,6 +16,7 @@ from harness_core.log import INTERRUPTED_TEXT, Event, SessionLog, SessionStore, 
 from harness_core.loop import CRASHED_TURN, Agent, TurnOutcome
 from harness_core.models import (
     DeltaSink,
+    ModelBase,
     ModelError,
     ModelResponse,
     ResponseToolCall,
@@ -182,7 +183,7 @@ async def test_cancel_mid_batch_keeps_finished_results_in_call_order(
     ]
 
 
-class FailingModel:
+class FailingModel(ModelBase):
     """Plays a script, then fails the way a provider does after its retries."""
 
     name = "failing"
@@ -227,7 +228,7 @@ async def test_repeated_call_ids_end_the_turn_as_a_model_error(
 ) -> None:
     """Two calls sharing an id cannot be answered: the turn ends `error`, nothing runs."""
 
-    class Repeating:
+    class Repeating(ModelBase):
         name = "repeating"
 
         async def respond(self, messages: Any, tools: Any, on_delta: Any = None) -> ModelResponse:

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from harness_core.log import Event, FileLog, SessionLog, SessionStore, derive_messages
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT, Agent
-from harness_core.models import ModelResponse, ScriptedModel
+from harness_core.models import ModelBase, ModelResponse, ScriptedModel
 from harness_core.plugins import PluginHost
 from harness_core.tools import ExecContext, Tool, ToolResult
 from pydantic import BaseModel, ConfigDict
@@ -288,7 +288,7 @@ async def test_an_observer_editing_events_cannot_steer_the_model(
 async def test_an_empty_answer_completes_the_turn(store: SessionStore, host: PluginHost) -> None:
     """A response with neither text nor calls is an (empty) final answer, not a loop."""
 
-    class Silent:
+    class Silent(ModelBase):
         name = "silent"
 
         async def respond(self, messages: Any, tools: Any, on_delta: Any = None) -> ModelResponse:

@@ -9,7 +9,7 @@ import pytest
 from harness_core import secret
 from harness_core.log import SessionStore, TurnEnd, TurnStart
 from harness_core.loop import Agent
-from harness_core.models import ModelError, ModelResponse
+from harness_core.models import ModelBase, ModelError, ModelResponse
 from harness_core.secret import REDACTED, Secrets
 from harness_core.tools import ExecContext, ToolRegistry
 from harness_core.tools.bash import BashArgs, BashTool
@@ -84,7 +84,7 @@ async def test_pass_env_lets_a_chosen_secret_through(monkeypatch: pytest.MonkeyP
     assert result.text.startswith(KEY)
 
 
-class _EchoingProvider:
+class _EchoingProvider(ModelBase):
     """A model whose provider echoes the key in its error, as a 401 body can."""
 
     name = "echoing"

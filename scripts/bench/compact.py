@@ -31,7 +31,7 @@ from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import SessionStore
 from harness_core.loop import SUMMARY_PROMPT, Agent, CompactionPolicy
-from harness_core.models import DeltaSink, ModelResponse, ResponseToolCall
+from harness_core.models import DeltaSink, ModelBase, ModelResponse, ResponseToolCall
 from harness_core.plugins import PluginHost
 
 os.environ.pop("HARNESS_DEV", None)  # production setting: no dev invariants on append
@@ -46,7 +46,7 @@ GOAL: Final = 1.2
 Message = dict[str, Any]
 
 
-class BenchModel:
+class BenchModel(ModelBase):
     """Answers summary requests with text and every other request with a todo_write step."""
 
     name = "bench"

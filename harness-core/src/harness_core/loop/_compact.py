@@ -64,7 +64,7 @@ class CompactionPolicy:
 
     def limit(self, model: Model) -> int | None:
         """Prompt tokens at which a compaction is due, or None when the window is unknown."""
-        window = self.context_window or getattr(model, "context_window", None)
+        window = self.context_window or model.context_window
         return int(window * self.compact_at) if isinstance(window, int) and window > 0 else None
 
 
