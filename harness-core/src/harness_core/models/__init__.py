@@ -13,6 +13,7 @@ from ._base import (
     ResponseToolCall,
     Thinking,
 )
+from ._retry import RetryPolicy, error_cause, retry_after
 from .scripted import ScriptedModel, ScriptError
 
 __all__ = [
@@ -23,7 +24,10 @@ __all__ = [
     "ModelError",
     "ModelResponse",
     "ResponseToolCall",
+    "RetryPolicy",
     "ScriptError",
     "ScriptedModel",
     "Thinking",
+    "error_cause",
+    "retry_after",
 ]

@@ -16,11 +16,9 @@ the SDK loads only when a real model is built (`build_model`).
 from __future__ import annotations
 
 import logging
-import random
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio
@@ -35,10 +33,10 @@ from ._base import (
     ModelResponse,
     ResponseToolCall,
 )
+from ._retry import ERROR_WIDTH, RetryPolicy, error_cause, retry_after
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
 
-ERROR_WIDTH: Final = 300  # characters of a provider's error message shown
 logger = logging.getLogger("harness.models")
 
 # `read` bounds the silence between two bytes of a stream, not the whole answer: a long answer
@@ -66,33 +64,6 @@ _NOT_SENT: Final = frozenset({"thinking", "is_error"})
 # wording OpenAI, DeepSeek and most compatible servers use ("maximum context length is ...").
 _CONTEXT_CODE: Final = "context_length_exceeded"
 _CONTEXT_WORDS: Final = re.compile(r"context[ _-]?(length|window)", re.IGNORECASE)
-
-# seconds; a longer Retry-After falls back to our backoff, so the attempts run out soon
-# instead of hanging the turn for an hour.
-_MAX_RETRY_AFTER: Final = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How often to try one request, and how long to wait between tries.
-
-    Retried: HTTP 408, 429 and 5xx, connection errors and timeouts, and a stream that broke
-    before any of its output reached the host. Delay before retry n (1-based):
-    `min(max_delay, initial_delay * multiplier**(n-1))`, less up to `jitter` of it at random,
-    or the server's `Retry-After` when it sends one of at most 60 s.
-    """
-
-    attempts: int = 4  # the first try included
-    initial_delay: float = 0.5
-    max_delay: float = 8.0
-    multiplier: float = 2.0
-    jitter: float = 0.25
-
-    def delay(self, retry: int, retry_after: float | None = None) -> float:
-        if retry_after is not None and 0 <= retry_after <= _MAX_RETRY_AFTER:
-            return retry_after
-        backoff = min(self.max_delay, self.initial_delay * self.multiplier ** (retry - 1))
-        return backoff * (1 - self.jitter * random.random())
 
 
 class _BrokenStream(Exception):
@@ -172,7 +143,7 @@ class OpenAICompatModel(ModelBase):
                     raise ContextLengthExceeded(self._status_message(exc, attempt)) from exc
                 if not _retryable_status(exc.status_code) or attempt >= self.retry.attempts:
                     raise ModelError(self._status_message(exc, attempt)) from exc
-                delay = self.retry.delay(attempt, _retry_after(exc.response.headers))
+                delay = self.retry.delay(attempt, retry_after(exc.response.headers))
             except (openai.APIError, _BrokenStream) as exc:
                 # Connection errors, timeouts, an error event, a cut or a garbled chunk.
                 if assembly.delivered:
@@ -281,7 +252,7 @@ class OpenAICompatModel(ModelBase):
             )
         if isinstance(exc, openai.APIConnectionError):
             return (
-                f"cannot reach {self.name} at {self.base_url} ({tries}): {_cause(exc)}; "
+                f"cannot reach {self.name} at {self.base_url} ({tries}): {error_cause(exc)}; "
                 "check the network and the base URL"
             )
         if isinstance(exc, _MalformedChunk):
@@ -289,10 +260,10 @@ class OpenAICompatModel(ModelBase):
                 f"{self.name} sent {exc} ({tries}): the provider (or a proxy in between) "
                 "garbled its stream; try again later, or check the base URL"
             )
-        return f"{self.name} stream failed ({tries}): {_cause(exc)}; try again later"
+        return f"{self.name} stream failed ({tries}): {error_cause(exc)}; try again later"
 
     def _broken_message(self, exc: BaseException) -> str:
-        why = str(exc) if isinstance(exc, _MalformedChunk) else _cause(exc)
+        why = str(exc) if isinstance(exc, _MalformedChunk) else error_cause(exc)
         return (
             f"{self.name} stream broke after output had started ({why}); not retried "
             "because part of the answer was already shown; run the turn again"
@@ -393,17 +364,6 @@ def _retryable_status(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return float(value) * scale
-            except ValueError:
-                return None  # an HTTP date: fall back to our own backoff
-    return None
-
-
 def _provider_detail(exc: openai.APIStatusError) -> str:
     """The provider's own message from an `{"error": {"message": ...}}` body, or the SDK's."""
     body = exc.body
@@ -412,13 +372,3 @@ def _provider_detail(exc: openai.APIStatusError) -> str:
         if isinstance(error, Mapping) and isinstance(error.get("message"), str):
             return one_line(error["message"], ERROR_WIDTH)
     return one_line(exc.message, ERROR_WIDTH)
-
-
-def _cause(exc: BaseException) -> str:
-    """The error under the SDK's generic one (`Connection error.` says nothing of why)."""
-    inner = exc.__cause__ or exc.__context__
-    while inner is not None and not str(inner):
-        inner = inner.__cause__ or inner.__context__
-    if inner is None:
-        return one_line(str(exc), ERROR_WIDTH)
-    return one_line(f"{type(inner).__name__}: {inner}", ERROR_WIDTH)

@@ -14,6 +14,9 @@ from typing import Any, Final, Literal
 
 import anthropic
 import anyio
+
+# One retry policy and one reading of `retry-after` and of an error's cause for every
+# provider: the helpers take any mapping and any exception, not the openai SDK's types.
 from harness_core.models import (
     ContextLengthExceeded,
     DeltaSink,
@@ -21,14 +24,11 @@ from harness_core.models import (
     ModelError,
     ModelResponse,
     ResponseToolCall,
+    RetryPolicy,
     Thinking,
+    error_cause,
+    retry_after,
 )
-
-# One retry policy and one reading of `retry-after` and of an error's cause for every
-# provider: the helpers take any mapping and any exception, not the openai SDK's types.
-from harness_core.models.openai_compat import RetryPolicy
-from harness_core.models.openai_compat import _cause as _cause
-from harness_core.models.openai_compat import _retry_after as _retry_after
 from harness_core.sanitize import one_line
 
 from ._request import messages_of, system_of, tools_of
@@ -119,10 +119,10 @@ class AnthropicModel(ModelBase):
                     raise ModelError(self._broken_message(_detail(exc))) from exc
                 if not _retryable(status) or attempt >= self.retry.attempts:
                     raise ModelError(self._status_message(exc, attempt)) from exc
-                delay = self.retry.delay(attempt, _retry_after(exc.response.headers))
+                delay = self.retry.delay(attempt, retry_after(exc.response.headers))
             except (anthropic.APIError, _BrokenStream) as exc:  # connection, timeout, a cut
                 if assembly.delivered:
-                    raise ModelError(self._broken_message(_cause(exc))) from exc
+                    raise ModelError(self._broken_message(error_cause(exc))) from exc
                 if attempt >= self.retry.attempts:
                     raise ModelError(self._transport_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt)
@@ -194,10 +194,10 @@ class AnthropicModel(ModelBase):
             )
         if isinstance(exc, anthropic.APIConnectionError):
             return (
-                f"cannot reach {self.name} at {self.base_url} ({tries}): {_cause(exc)}; "
+                f"cannot reach {self.name} at {self.base_url} ({tries}): {error_cause(exc)}; "
                 "check the network and the base URL"
             )
-        return f"{self.name} stream failed ({tries}): {_cause(exc)}; try again later"
+        return f"{self.name} stream failed ({tries}): {error_cause(exc)}; try again later"
 
     def _broken_message(self, why: str) -> str:
         return (
