@@ -15,6 +15,10 @@
 5. 1,000 sessions opened one after another (a tail page each): the server's RSS after the
    1,000th within 2x of its RSS after the 50th (idle sessions are evicted past
    `web_sessions`).
+6. The page in Chromium (skipped without it): from navigation to the tail drawn, a
+   100,000-event session against a 100-event one, both open on the server. Goal <= 1.5x.
+7. The page in Chromium: the longest main-thread task (PerformanceObserver "longtask", which
+   reports tasks over 50 ms) while a 1,000-step turn streams in. Goal under 50 ms.
 
 A step is a `todo_write` call (log-only, no subprocess), so the host's own work dominates.
 Everything runs against a real `harness serve` on loopback, driven by httpx.
@@ -203,6 +207,78 @@ def rss_over_sessions(served: Served, count: int) -> float:
     return ratio
 
 
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+]
+LONG_TASKS = """window.__longest = 0; window.__long = 0;
+new PerformanceObserver((list) => { for (const task of list.getEntries()) {
+  window.__long += 1; window.__longest = Math.max(window.__longest, task.duration); } })
+  .observe({ type: "longtask", buffered: true });"""
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def page_tail(served: Served, big: int, rounds: int) -> float:
+    """Median ms from navigation to the tail drawn (body[data-session]), big over small."""
+    from playwright.sync_api import sync_playwright
+
+    small_id, big_id = write_session(served.home, 100), write_session(served.home, big)
+    timings: dict[str, list[float]] = {small_id: [], big_id: []}
+    with served.client() as client:
+        for session in timings:  # open on the server first: the page's part is measured
+            client.get(f"/api/sessions/{session}/history", params={"limit": 50})
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{served.url}?token={served.token}")
+        for _ in range(rounds):
+            for session, seen in timings.items():
+                page.goto("about:blank")
+                started = time.perf_counter()
+                page.goto(f"{served.url}#/s/{session}")
+                page.wait_for_selector(f"body[data-session='{session}']")
+                seen.append(time.perf_counter() - started)
+        browser.close()
+    small, large = statistics.median(timings[small_id]), statistics.median(timings[big_id])
+    print(
+        f"page tail drawn: 100 events {small * 1000:.0f} ms, {big:,} events {large * 1000:.0f} ms"
+        f" -> {large / small:.2f}x (goal <= 1.5x)"
+    )
+    return large / small
+
+
+def page_long_tasks(served: Served, turn_steps: int) -> float:
+    """The longest main-thread task in ms while a `turn_steps`-step turn streams in."""
+    from playwright.sync_api import sync_playwright
+
+    with served.client() as client, sync_playwright() as playwright:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.add_init_script(LONG_TASKS)
+        page.goto(f"{served.url}?token={served.token}")
+        page.goto(f"{served.url}#/s/{session}")
+        page.wait_for_selector(f"body[data-session='{session}']")
+        started = time.perf_counter()
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        page.wait_for_selector(
+            "[data-testid=message][data-role=assistant]:text-is('done')", timeout=600_000
+        )
+        elapsed = time.perf_counter() - started
+        longest, count = page.evaluate("[window.__longest, window.__long]")
+        browser.close()
+    print(
+        f"page while a {turn_steps:,}-step turn streams in ({elapsed:.1f} s): longest main-thread "
+        f"task {longest:.0f} ms, {count} tasks over 50 ms (goal: none over 50 ms)"
+    )
+    return float(longest)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -232,6 +308,13 @@ def main() -> None:
         asyncio.run(listing_while_opening(served, big))
     with serve(root / "many-sessions") as served:
         rss_over_sessions(served, 300 if quick else 1000)
+    if chromium() is None:
+        print("page: skipped (no chromium)")
+    else:
+        with serve(root / "page") as served:
+            page_tail(served, big, 5)
+        with serve(root / "page-turn", "--model", f"scripted:{script}", env=env) as served:
+            page_long_tasks(served, fan_steps)
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -354,12 +354,18 @@ function toEnd() {
   box.scrollTop = box.scrollHeight;
 }
 
+// Events arrive in bursts: the scroll waits for the next frame, so a burst lays out once.
+let ending = 0;
+function endSoon() {
+  ending ||= requestAnimationFrame(() => { ending = 0; if (state.follow) toEnd(); });
+}
+
 function live(envelope) {
   if (envelope.seq <= state.lastSeq) return;  // already shown (a reconnect resends)
   state.lastSeq = envelope.seq;
   if (envelope.type === "message/assistant") endStreaming();
   render(envelope, $("log"));
-  if (state.follow) toEnd();
+  if (state.follow) endSoon();
   const count = state.summaries.get(state.id);
   if (count) count.events = envelope.seq;
 }
@@ -370,7 +376,7 @@ function streamDelta(delta) {
   const box = $("streaming");
   box.hidden = false;
   box.textContent = state.streaming;
-  if (state.follow) toEnd();
+  if (state.follow) endSoon();
 }
 
 function endStreaming() {
@@ -387,7 +393,7 @@ function applySnapshot(snapshot) {
   queue.replaceChildren(...(snapshot.queued || []).map((prompt) =>
     el("li", { "data-testid": "queue-item", title: prompt.slice(0, 2000) }, prompt)));
   for (const listener of state.snapshotListeners) listener(snapshot);
-  if (state.follow) toEnd();
+  if (state.follow) endSoon();
 }
 
 // -- the dock: plugins' panels above the prompt ---------------------------------------------

@@ -83,7 +83,12 @@ export function mount(slot, host) {
       slot.append(dock);
       // The task in progress stays in view, a little below the top, as the terminal strip
       // collapses a long plan around it.
-      if (current) list.scrollTop = Math.max(0, current.offsetTop - list.clientHeight / 3);
+      // (At the next frame: a burst of snapshots lays the page out once.)
+      if (current) {
+        requestAnimationFrame(() => {
+          if (list.isConnected) list.scrollTop = Math.max(0, current.offsetTop - list.clientHeight / 3);
+        });
+      }
       return;
     }
     slot.append(dock);
