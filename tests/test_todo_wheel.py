@@ -44,16 +44,16 @@ CHECK = textwrap.dedent(
         {"tool_calls": [{"name": "todo_write", "arguments": {"todos": todos}}]},
         {"text": "Done."},
     ])
-    with SessionStore(home, host.event_types).create() as log:
+    store = SessionStore(home, host.event_types)
+    with store.create() as log:
         outcome = anyio.run(Agent(log, model, host.tools).run_turn, "Plan it.")
         results = [e.data["text"] for e in log.events if e.type == "tool/result"]
-        path = log.path
     print(json.dumps({
         "record": [todo.status, todo.dist, todo.version, todo.entry_point, todo.tools],
         "modules": [harness_core.__file__, harness_tool_todo.__file__],
         "outcome": outcome.status,
         "results": results,
-        "plan": read_plan(path).export(),
+        "plan": read_plan(store, log.session_id).export(),
     }))
     """
 )
