@@ -254,7 +254,7 @@ def page_tail(served: Served, big: int, rounds: int) -> float:
 
 def page_long_tasks(served: Served, turn_steps: int) -> float:
     """The longest main-thread task in ms while a `turn_steps`-step turn streams in."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with served.client() as client, sync_playwright() as playwright:
         session = client.post("/api/sessions", json={}).json()["id"]
@@ -266,9 +266,8 @@ def page_long_tasks(served: Served, turn_steps: int) -> float:
         page.wait_for_selector(f"body[data-session='{session}']")
         started = time.perf_counter()
         client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
-        page.wait_for_selector(
-            "[data-testid=message][data-role=assistant]:text-is('done')", timeout=600_000
-        )
+        answer = page.locator("[data-testid=message][data-role=assistant]").last
+        expect(answer).to_have_text("done", timeout=600_000)
         elapsed = time.perf_counter() - started
         longest, count = page.evaluate("[window.__longest, window.__long]")
         browser.close()
