@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from harness_core.models import ModelError
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
@@ -39,6 +38,10 @@ def harness_model(spec: str, options: dict[str, Any]) -> AnthropicModel | None:
 
 def build(model: str, options: Mapping[str, Any], env: Mapping[str, str]) -> AnthropicModel:
     """The model for `anthropic:MODEL`; a ModelError (one line) says what is missing."""
+    # Here, not at the top: harness loads every plugin for a query command too (`harness
+    # sessions` with a store plugin), which must not pay for the models package (anyio).
+    from harness_core.models import ModelError
+
     model_name = model or env.get(MODEL_ENV, "")
     if not model_name:
         raise ModelError(
@@ -67,6 +70,8 @@ def _count(env: Mapping[str, str], variable: str) -> int | None:
     if not value:
         return None
     if not value.isdigit() or int(value) <= 0:
+        from harness_core.models import ModelError
+
         raise ModelError(f"{variable} must be a positive number of tokens, got {value!r}")
     return int(value)
 
