@@ -78,8 +78,8 @@ async def test_todo_write_lands_and_a_second_write_replaces_it(
     outcome = await agent.run_turn("Fix the bug.")
     assert (outcome.status, outcome.text, model.remaining) == ("completed", "Done.", 0)
     assert written(agent.session) == [PLAN, ADVANCED]
-    assert [t.export() for t in read_current(agent.session.path)] == ADVANCED
-    plan = read_plan(agent.session.path)
+    assert [t.export() for t in read_current(store, agent.session_id)] == ADVANCED
+    plan = read_plan(store, agent.session_id)
     assert ([t.export() for t in plan.todos], plan.standing) == (ADVANCED, True)
     # The model sees its calls and the short results, never the todo/write events.
     assert [m["content"] for m in model.requests[2] if m["role"] == "tool"] == [
@@ -105,7 +105,7 @@ async def test_two_writes_in_one_message_run_in_call_order_and_the_later_wins(
         ("todo/write", None),
         ("tool/result", "w2"),
     ]
-    assert [t.export() for t in read_current(agent.session.path)] == ADVANCED
+    assert [t.export() for t in read_current(store, agent.session_id)] == ADVANCED
 
 
 async def test_a_subagents_todos_stay_in_its_own_session(
@@ -123,8 +123,8 @@ async def test_a_subagents_todos_stay_in_its_own_session(
     agent = start(store, host, ScriptedModel(steps))
     await agent.run_turn("Work with a helper.")
     [child] = [s for s in store.list() if s.parent_session == agent.session.session_id]
-    assert [t.export() for t in read_current(agent.session.path)] == PLAN
-    assert [t.export() for t in read_current(child.path)] == child_plan
+    assert [t.export() for t in read_current(store, agent.session_id)] == PLAN
+    assert [t.export() for t in read_current(store, child.id)] == child_plan
     assert written(agent.session) == [PLAN]
     assert written(store.open(child.id, writable=False)) == [child_plan]
 
@@ -149,18 +149,21 @@ async def test_malformed_calls_come_back_as_errors_and_the_turn_ends_cleanly(
             "content": "Error: the arguments for todo_write are not valid JSON (unexpected end "
             "of data: line 1 column 27 (char 26)). Send one JSON object that matches the "
             "tool's schema.",
+            "is_error": True,
         },
         {
             "role": "tool",
             "tool_call_id": "call_1_2",
             "content": 'Error: unknown tool "todo_wirte". Available tools: bash, subagent, '
             "todo_write.",
+            "is_error": True,
         },
         {
             "role": "tool",
             "tool_call_id": "call_1_3",
             "content": "Error: invalid arguments for todo_write: todos.0.status: Input should "
             "be 'pending', 'in_progress' or 'completed'",
+            "is_error": True,
         },
     ]
     assert (outcome.status, outcome.text) == ("completed", "Fixed.")

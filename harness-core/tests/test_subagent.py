@@ -116,6 +116,7 @@ async def test_nesting_stops_at_the_depth_limit(store: SessionStore, host: Plugi
         "role": "tool",
         "tool_call_id": "call_2_1",
         "content": "Error: subagents may nest at most 1 deep; do this task yourself",
+        "is_error": True,
     }
     assert len(store.list()) == 2  # the parent and one child, no grandchild
 
