@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from harness_core.log import Event, LogWriteError, SessionLocked, SessionLog
+from harness_core.log import Event, LogWriteError, SessionLocked, SessionLog, StoreError
 
 if TYPE_CHECKING:
     import psycopg
@@ -159,7 +159,12 @@ class PostgresLog(SessionLog):
         the lock is ours again (it went with the old connection) and the session ends where
         it did before these rows. If it ends at their last one, the commit went through
         before the connection dropped, and nothing is written twice."""
-        conn = self._store.connect()
+        import psycopg
+
+        try:
+            conn = self._store.connect()
+        except StoreError as again:
+            raise LogWriteError(str(again)) from None
         try:
             locked = conn.execute(LOCK, (self.session_id,)).fetchone()
             if not (locked and locked[0]):
@@ -172,6 +177,9 @@ class PostgresLog(SessionLog):
                 if last != (rows[0][1] - 1 if self._start is None else None):
                     raise LogWriteError(self._failed(exc, "the session changed meanwhile"))
                 self._transaction(conn, rows)
+        except psycopg.Error as again:
+            conn.close()
+            raise LogWriteError(self._failed(again)) from None
         except BaseException:
             conn.close()
             raise
