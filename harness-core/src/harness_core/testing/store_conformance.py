@@ -130,6 +130,33 @@ class StoreConformance:
         assert [listed[i].title for i in ids] == ["first", "second"]
         assert listed[ids[0]].events == len(list(store.read(ids[0])))
 
+    def test_a_follower_learns_of_a_commit(self, store: Store) -> None:
+        """A store that notifies says so for each commit, with the session and its newest
+        seq; one that cannot (None) leaves a reader to find the commit by refreshing."""
+        import threading
+
+        with store.create() as log:
+            session_id = log.session_id
+        reader = store.open(session_id, writable=False)
+        heard: list[tuple[str, int]] = []
+        arrived = threading.Event()
+
+        def notify(sid: str, seq: int) -> None:
+            heard.append((sid, seq))
+            arrived.set()
+
+        stop = store.subscribe(notify)
+        try:
+            _turn(store, session_id, "one")
+            newest = list(store.read(session_id))[-1].seq
+            if stop is not None:
+                assert arrived.wait(10), "no notification within 10 s of the commit"
+                assert max(seq for sid, seq in heard if sid == session_id) == newest
+            assert reader.refresh()[-1].seq == newest
+        finally:
+            if stop is not None:
+                stop()
+
     def test_a_crashed_turn_is_closed_on_the_next_open(self, store: Store) -> None:
         """A turn left open (its writer died) is ended as an error, its open call answered
         interrupted, before anything else is appended."""
