@@ -132,3 +132,33 @@ def test_copy_extends_a_prefix_and_refuses_a_divergence(
     assert f"session {session_id} differs" in line and "nothing was copied" in line
     assert run_cli("events", session_id, "--store", url).stdout == stored
     assert_no_password(url, extended, refused)
+
+
+def test_two_servers_on_one_store_show_each_others_turns_live(
+    url: str, harness_home: Path, tmp_path: Path
+) -> None:
+    """Two `harness serve` processes on one Postgres store list the same sessions, and a turn
+    run through one reaches a stream served by the other as it is committed (the store's
+    notification, not a look at a file)."""
+    from web_support import serve, sse_events
+
+    script = write_script(tmp_path / "plan.json", PLAN)
+    env = {"HARNESS_STORE": url}
+    with (
+        serve(tmp_path / "a", "--model", script, env=env) as first,
+        serve(tmp_path / "b", env=env) as second,
+        first.client() as client_a,
+        second.client(timeout=60) as client_b,
+    ):
+        created = client_a.post("/api/sessions", json={})
+        assert created.status_code == 201, created.text
+        session = created.json()["id"]
+        listed = client_b.get("/api/sessions").json()["sessions"]
+        assert session in [s["id"] for s in listed]
+        with client_b.stream("GET", f"/api/sessions/{session}/events") as stream:
+            started = client_a.post(f"/api/sessions/{session}/turns", json={"prompt": "work"})
+            assert started.status_code == 202, started.text
+            received = sse_events(stream, until=10)
+    types = [e["data"]["type"] for e in received if e["event"] == "message"]
+    assert "turn/start" in types and "todo/write" in types
+    assert all(password(url) not in line for line in (first.stderr, second.stderr))
