@@ -1,7 +1,15 @@
-"""Per-step cost of a long turn on the Postgres store against the file store.
+"""The Postgres store against the file store and against `harness --version`, in one run.
 
     HARNESS_TEST_POSTGRES=postgresql://... uv run python scripts/bench/store.py [--steps N]
 
+1. Per-step cost of a long turn (below). Goal: Postgres within 2x of files.
+2. `todos ID` on a 100,000-event session and `sessions` over 1,000 sessions on Postgres, each
+   against `harness --version` (median of 5 runs each, fresh processes). Goal: within 3x.
+3. Live latency: a writer process commits 1,000 events one by one while a `harness serve` on
+   the same store streams the session; from each event's append time (`ts`) to its arrival
+   on the stream, p50 and p99. Goal: p99 under 100 ms on loopback.
+
+Per-step cost:
 Each run is `harness run` in a fresh process with a scripted model of N `todo_write` steps
 (8-item lists, scripts/bench/loop.py) and a text answer, once on a file store under a
 temporary HARNESS_HOME and once on a fresh schema of the database HARNESS_TEST_POSTGRES names
@@ -53,6 +61,118 @@ def per_step(steps: int, store: str, home: Path) -> float:
     return (run(steps, store, home) - run(BASE_STEPS, store, home)) / (steps - BASE_STEPS)
 
 
+QUERY_EVENTS: Final = 100_000
+LISTED: Final = 1000
+LIVE_EVENTS: Final = 1000
+QUERY_GOAL: Final = 3.0
+LIVE_GOAL_MS: Final = 100.0
+
+
+def cli_seconds(*args: str, store: str, home: Path, runs: int = 5) -> float:
+    """Median seconds of `harness ARGS` (a fresh process each run)."""
+    env = {**os.environ, "HARNESS_HOME": str(home), "HARNESS_STORE": store}
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "harness_core.cli", *args],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        times.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"harness {args[0]} failed: {done.stderr.decode().strip()}")
+    return sorted(times)[len(times) // 2]
+
+
+def fill(url: str) -> str:
+    """A 100,000-event session with a plan far back, and 1,000 small sessions; the big id."""
+    from harness_core.runtime import Runtime
+
+    store = Runtime().open_store(url)
+    with store.create(system_prompt="sys") as log:
+        big = log.session_id
+        log.append("turn/start", {}, turn=1)
+        plan = [{"content": "Far back", "status": "in_progress"}]
+        log.append("todo/write", {"todos": plan}, turn=1)
+        for n in range(QUERY_EVENTS - 4):
+            log.append("message/user", {"text": f"event {n}"}, turn=1)
+            if n % 5000 == 0:
+                log.commit()
+        log.append("turn/end", {"status": "completed"}, turn=1)
+    for n in range(LISTED - 1):
+        with store.create(system_prompt="sys") as small:
+            small.append("turn/start", {}, turn=1)
+            small.append("message/user", {"text": f"session {n}"}, turn=1)
+            small.append("turn/end", {"status": "completed"}, turn=1)
+    return big
+
+
+def queries(url: str, home: Path) -> None:
+    big = fill(url)
+    version = cli_seconds("--version", store=url, home=home)
+    todos = cli_seconds("todos", big, store=url, home=home)
+    listed = cli_seconds("sessions", store=url, home=home)
+    print(f"queries on postgres (median of 5), against harness --version {version * 1e3:.0f} ms:")
+    for name, seconds in ((f"todos ID, {QUERY_EVENTS:,} events", todos), ("sessions", listed)):
+        ratio = seconds / version
+        verdict = "ok" if ratio <= QUERY_GOAL else "MISSED"
+        goal = f"goal {QUERY_GOAL:.0f}x: {verdict}"
+        print(f"  {name:<26} {seconds * 1e3:6.0f} ms  {ratio:5.2f}x ({goal})")
+
+
+WRITER: Final = """
+import sys, time
+from harness_core.runtime import Runtime
+runtime = Runtime()
+with runtime.store.open(sys.argv[1]) as log:
+    log.append("turn/start", {}, turn=1)
+    for n in range(int(sys.argv[2])):
+        log.append("message/user", {"text": f"live {n}"}, turn=1)
+        log.commit()
+        time.sleep(0.002)
+    log.append("turn/end", {"status": "completed"}, turn=1)
+"""
+
+
+def live(url: str, home: Path) -> None:
+    """Commit to stream latency between two processes on one store."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+    from datetime import datetime
+
+    from web_support import serve
+
+    env = {"HARNESS_STORE": url}
+    with serve(home / "live", env=env) as served, served.client(timeout=120) as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        latencies: list[float] = []
+        with client.stream("GET", f"/api/sessions/{session}/events") as stream:
+            writer = subprocess.Popen(
+                [sys.executable, "-c", WRITER, session, str(LIVE_EVENTS)],
+                env={**os.environ, "HARNESS_STORE": url, "HARNESS_HOME": str(home)},
+            )
+            for line in stream.iter_lines():
+                if not line.startswith("data: {") or '"seq"' not in line:
+                    continue
+                envelope = json.loads(line[6:])
+                if envelope.get("type") != "message/user":  # a snapshot has a seq too
+                    continue
+                sent = datetime.fromisoformat(envelope["ts"].replace("Z", "+00:00"))
+                latencies.append(time.time() - sent.timestamp())
+                if len(latencies) == LIVE_EVENTS:
+                    break
+            writer.wait()
+    latencies.sort()
+    p50, p99 = latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
+    verdict = "ok" if p99 * 1e3 < LIVE_GOAL_MS else "MISSED"
+    print(
+        f"live: {LIVE_EVENTS} commits by another process to a stream served on the same store: "
+        f"p50 {p50 * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms "
+        f"(goal p99 < {LIVE_GOAL_MS:.0f} ms: {verdict})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1000)
@@ -73,6 +193,10 @@ def main() -> None:
     print(f"  postgres    {postgres * 1000:7.3f} ms")
     verdict = "ok" if ratio <= GOAL else "MISSED"
     print(f"  ratio       {ratio:7.2f}x (goal within {GOAL:.0f}x: {verdict})")
+    with tempfile.TemporaryDirectory() as tmp, fresh_schema(server) as url:
+        queries(initialised(url), Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp, fresh_schema(server) as url:
+        live(initialised(url), Path(tmp))
 
 
 if __name__ == "__main__":
