@@ -512,3 +512,32 @@ def test_with_no_model_a_session_is_created_and_its_turn_says_how_to_choose_one(
         assert "\n" not in error and "--model" in error and "demo" in error
         page = client.get(f"/api/sessions/{session}/history").json()
         assert [e["type"] for e in page["events"] if e["type"] != "session/start"] == []
+
+
+def test_a_queued_prompt_can_be_removed_before_it_starts(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """DELETE .../queue drops a waiting prompt by its position and text, so it never runs;
+    a position that no longer holds that prompt is a 409 and drops nothing."""
+    model = write_script(
+        tmp_path / "slow.json",
+        [{"tool_calls": [bash_call("sleep 2")]}, {"text": "first"}, {"text": "third"}],
+    )
+    with serve(harness_home, "--model", model) as server, server.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        turns = f"/api/sessions/{session}/turns"
+        client.post(turns, json={"prompt": "one"})
+        for prompt in ("two", "three"):
+            client.post(turns, json={"prompt": prompt})
+        queue = f"/api/sessions/{session}/queue"
+        stale = client.request("DELETE", queue, json={"position": 2, "prompt": "two"})
+        assert stale.status_code == 409 and "no longer queued" in stale.json()["error"]
+        bad = client.request("DELETE", queue, json={"position": "1"})
+        assert bad.status_code == 422
+        removed = client.request("DELETE", queue, json={"position": 1, "prompt": "two"})
+        assert removed.json() == {"removed": "two"}
+        snapshot = client.get(f"/api/sessions/{session}/history").json()["snapshot"]
+        assert snapshot["queued"] == ["three"]
+        page = server.wait_idle(session)
+    prompts = [e["data"]["text"] for e in page["events"] if e["type"] == "message/user"]
+    assert prompts == ["one", "three"]

@@ -865,3 +865,35 @@ def test_axe_core_finds_no_serious_or_critical_violation(
         expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
         page.add_script_tag(path=str(AXE))  # type: ignore[attr-defined]
         assert page.evaluate(SERIOUS) == []  # type: ignore[attr-defined]
+
+
+def test_a_queued_prompt_can_be_taken_back_to_edit_or_removed(
+    page: object, harness_home: Path, tmp_path: Path
+) -> None:
+    """While a turn runs, each queued prompt has an edit and a remove button: remove drops it
+    (it never runs); edit takes it back into the prompt box; the item's text stays the prompt."""
+    model = write_script(
+        tmp_path / "slow.json",
+        [{"tool_calls": [bash_call("sleep 4")]}, {"text": "first"}, {"text": "kept"}],
+    )
+    expect = playwright_api.expect
+    items = page.locator("[data-testid=queue-item]")  # type: ignore[attr-defined]
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "go")
+        row = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "running", timeout=15000)
+        for prompt in ("drop me", "edit me", "keep me"):
+            send(page, prompt)
+        expect(items).to_have_count(3)
+        expect(items.first).to_have_text("drop me")
+        items.first.get_by_role("button", name="Remove this queued prompt").click()
+        expect(items).to_have_count(2)
+        items.first.get_by_role("button", name="Edit this queued prompt").click()
+        expect(items).to_have_count(1)
+        expect(items.first).to_have_text("keep me")
+        expect(page.locator("[data-testid=prompt]")).to_have_value("edit me")  # type: ignore[attr-defined]
+        finished = served.wait_idle(session, timeout=60)
+    prompts = [e["data"]["text"] for e in finished["events"] if e["type"] == "message/user"]
+    assert prompts == ["go", "keep me"]

@@ -147,7 +147,9 @@ class SessionRuntime:
         if not busy and self.log is None:
             self._take(model)
         answer = {"queued": len(self.queued) + 1} if busy else {"turn": self.next_turn}
-        task = _spawn(self._in_turn(self._enqueue(prompt, spec), model))
+        queued = self._enqueue(prompt, spec)
+        queued.submitted = True
+        task = _spawn(self._in_turn(queued, model))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return answer
@@ -160,6 +162,10 @@ class SessionRuntime:
     async def _in_turn(self, queued: _Queued, model: Model) -> TurnOutcome:
         try:
             async with self._turns:
+                if queued.dropped:
+                    from ..loop import TurnOutcome
+
+                    return TurnOutcome("cancelled", error="removed from the queue")
                 self._waiting.remove(queued)
                 return await self._turn(queued.prompt, queued.spec, model)
         finally:
@@ -167,6 +173,20 @@ class SessionRuntime:
                 self._waiting.remove(queued)
             if not self._hold and not self.busy:
                 self._let_go()
+
+    def unqueue(self, position: int, prompt: str) -> bool:
+        """Drop the prompt `queued` lists at `position` (1-based), if it is still `prompt`
+        there and was submitted (`submit`); False when the queue changed meanwhile (it
+        started, or moved) and nothing was dropped."""
+        waiting = self._waiting if self.running else self._waiting[1:]
+        if not 1 <= position <= len(waiting):
+            return False
+        queued = waiting[position - 1]
+        if queued.prompt != prompt or not queued.submitted:
+            return False
+        queued.dropped = True  # its task wakes with the lock, sees this and runs nothing
+        self._waiting.remove(queued)
+        return True
 
     def cancel(self) -> bool:
         """Cancel the running turn (a host's stop button); False when none runs."""
@@ -290,11 +310,13 @@ class _NoModelYet:
 class _Queued:
     """A prompt waiting for its turn (compared by identity: the same text may wait twice)."""
 
-    __slots__ = ("prompt", "spec")
+    __slots__ = ("dropped", "prompt", "spec", "submitted")
 
     def __init__(self, prompt: str, spec: str | None) -> None:
         self.prompt = prompt
         self.spec = spec
+        self.submitted = False  # by `submit`: nobody awaits it, so it may be dropped
+        self.dropped = False
 
 
 def _spawn(coroutine: Any) -> Any:

@@ -60,7 +60,8 @@ def create_app(
             if allowed is not None and host not in allowed:
                 return _error(403, "this server answers only to its own address")
             origin = request.headers.get("origin")
-            if request.method == "POST" and origin is not None and origin != f"http://{host}":
+            writes = request.method in ("POST", "DELETE")
+            if writes and origin is not None and origin != f"http://{host}":
                 return _error(403, f"cross-site request from {origin} refused")
             if api and not _authorized(request, token):
                 return _error(401, "missing or wrong token: open the URL harness serve printed")
@@ -127,6 +128,15 @@ def create_app(
         result = await hub.submit(request.path_params["id"], prompt, _optional_str(body, "model"))
         return JSONResponse(result, status_code=202)
 
+    async def queue(request: Request) -> Response:
+        body = await _body(request)
+        position, prompt = body.get("position"), body.get("prompt")
+        if type(position) is not int or not isinstance(prompt, str):
+            raise _Unprocessable('the body must be {"position": int, "prompt": str}')
+        if not await hub.unqueue(request.path_params["id"], position, prompt):
+            return _error(409, "that prompt is no longer queued there (it started, or moved)")
+        return JSONResponse({"removed": prompt})
+
     async def cancel(request: Request) -> Response:
         return JSONResponse({"cancelled": await hub.cancel(request.path_params["id"])})
 
@@ -179,6 +189,7 @@ def create_app(
             Route("/api/sessions/{id}/events", api(events)),
             Route("/api/sessions/{id}/turns", api(turns), methods=["POST"]),
             Route("/api/sessions/{id}/cancel", api(cancel), methods=["POST"]),
+            Route("/api/sessions/{id}/queue", api(queue), methods=["DELETE"]),
             Route("/api/sessions/{id}/approvals", api(approvals), methods=["POST"]),
         ],
     )

@@ -394,6 +394,13 @@ class Hub:
         self.ship_snapshot(live)
         return answer
 
+    async def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
+        """Drop a queued prompt (see SessionRuntime.unqueue); the page hears it at once."""
+        live = await self.live(session_id)
+        dropped = live.session.unqueue(position, prompt)
+        self.ship_snapshot(live)
+        return dropped
+
     async def cancel(self, session_id: str) -> bool:
         live = await self.live(session_id)
         return live.session.cancel()

@@ -390,10 +390,34 @@ function applySnapshot(snapshot) {
   $("cancel").disabled = !snapshot.running;
   applyQuestions(snapshot.approvals || []);
   const queue = $("queue");
-  queue.replaceChildren(...(snapshot.queued || []).map((prompt) =>
-    el("li", { "data-testid": "queue-item", title: prompt.slice(0, 2000) }, prompt)));
+  queue.replaceChildren(...(snapshot.queued || []).map(queueItem));
   for (const listener of state.snapshotListeners) listener(snapshot);
   if (state.follow) endSoon();
+}
+
+// A queued prompt: its text (the item's whole text content), and two buttons whose symbols
+// come from CSS: take it back into the box to edit it, or drop it.
+function queueItem(prompt, index) {
+  const item = el("li", { "data-testid": "queue-item", title: prompt.slice(0, 2000) });
+  const edit = el("button", { type: "button", class: "queue-edit", "aria-label": "Edit this queued prompt" });
+  const drop = el("button", { type: "button", class: "queue-drop", "aria-label": "Remove this queued prompt" });
+  edit.onclick = () => unqueue(index + 1, prompt, true);
+  drop.onclick = () => unqueue(index + 1, prompt, false);
+  item.append(drop, edit, el("span", {}, prompt));  // first, floated: a long prompt is clamped
+  return item;
+}
+
+async function unqueue(position, prompt, toBox) {
+  try {
+    await api(`/api/sessions/${state.id}/queue`, { method: "DELETE", body: JSON.stringify({ position, prompt }) });
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  if (!toBox) return;
+  const box = $("prompt");
+  box.value = box.value.trim() ? `${prompt}\n\n${box.value}` : prompt;
+  box.focus();
 }
 
 // -- the dock: plugins' panels above the prompt ---------------------------------------------
