@@ -46,6 +46,33 @@ class SessionStart(_Payload):
     parent_session: str | None = None
     parent_call_id: str | None = None
 
+    @classmethod
+    def new(
+        cls,
+        *,
+        system_prompt: str | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        parent_call_id: str | None = None,
+    ) -> SessionStart:
+        """The session/start of a new session, with a new id (`YYYYmmdd-HHMMSS-xxxxxx`, in
+        UTC: the ids sort by creation) and this version: what every store's `create` writes."""
+        import secrets
+        from datetime import UTC, datetime
+
+        from .._version import __version__
+
+        now = datetime.now(UTC)
+        return cls(
+            id=now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3),
+            created=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            harness_version=__version__,
+            cwd=cwd,
+            system_prompt=system_prompt,
+            parent_session=parent_session,
+            parent_call_id=parent_call_id,
+        )
+
 
 class TurnStart(_Payload):
     """Opens a turn; every later event up to `turn/end` belongs to it."""

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from .._version import __version__
 from ._listing import SessionSummary, list_sessions
 
 if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
@@ -65,27 +64,19 @@ class SessionStore:
     ) -> FileLog:
         """A new session, locked for writing, with its session/start committed."""
         # Only a writer creates: the readers never pay for pydantic, secrets or datetime.
-        import secrets
-        from datetime import UTC, datetime
-
         from ._events import SessionStart
         from ._file import FileLog
 
         # Sessions hold prompts, tool output and file contents: private to their owner.
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.directory.mkdir(mode=0o700, exist_ok=True)
-        now = datetime.now(UTC)
-        session_id = now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        start = SessionStart(
-            id=session_id,
-            created=now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            harness_version=__version__,
-            cwd=cwd,
+        start = SessionStart.new(
             system_prompt=system_prompt,
+            cwd=cwd,
             parent_session=parent_session,
             parent_call_id=parent_call_id,
         )
-        path = self.directory / f"{session_id}.jsonl"
+        path = self.directory / f"{start.id}.jsonl"
         return FileLog.create(path, self.registry, start, observer=self.on_append)
 
     def path(self, session_id: str) -> Path:

@@ -10,16 +10,13 @@ time); each writer has a connection of its own, which holds its session's lock (
 from __future__ import annotations
 
 import builtins
-import secrets
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterator
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness_core._version import __version__  # not harness_core: it would load the loop
 from harness_core.log import (
     Event,
     EventSink,
@@ -120,18 +117,13 @@ class PostgresStore:
         from harness_core.log import SessionStart
 
         self.shared()  # the schema check, and the channel the first commit notifies
-        now = datetime.now(UTC)
-        session_id = now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        created = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        start = SessionStart(
-            id=session_id,
-            created=created,
-            harness_version=__version__,
-            cwd=cwd,
+        start = SessionStart.new(
             system_prompt=system_prompt,
+            cwd=cwd,
             parent_session=parent_session,
             parent_call_id=parent_call_id,
         )
+        session_id, created = start.id, start.created
         writer = self.connect()
         try:
             with translated(self.raw_url, f"cannot create session {session_id}"):
