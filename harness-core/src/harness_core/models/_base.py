@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 __all__ = [
     "ContextLengthExceeded",
@@ -97,7 +97,8 @@ class Model(Protocol):
 
 
 class ModelBase:
-    """The defaults of `Model` a model without a window, a script or a client needs."""
+    """The defaults of `Model` a model without a window, a script or a client needs, and
+    `async with model:`, which closes it."""
 
     name: str = "model"
     context_window: int | None = None
@@ -105,3 +106,9 @@ class ModelBase:
 
     async def aclose(self) -> None:
         return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

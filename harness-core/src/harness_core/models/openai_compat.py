@@ -118,12 +118,6 @@ class OpenAICompatModel(ModelBase):
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def __aenter__(self) -> OpenAICompatModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     async def respond(
         self,
         messages: list[dict[str, Any]],

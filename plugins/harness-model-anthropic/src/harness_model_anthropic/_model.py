@@ -91,12 +91,6 @@ class AnthropicModel(ModelBase):
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     async def respond(
         self,
         messages: list[dict[str, Any]],
