@@ -20,7 +20,7 @@ import pytest
 from harness_core.log import INTERRUPTED_TEXT, SessionStore
 from harness_core.plugins import PluginHost
 from harness_core.testing.openai_server import OpenAIServer, reply, tool_call
-from test_cli_support import bash_call, todo_call, write_script
+from test_cli_support import bash_call, session_ids, todo_call, write_script
 from web_support import (
     ONCE_DENY_SESSION,
     SUBAGENT_ASKS,
@@ -541,3 +541,23 @@ def test_a_queued_prompt_can_be_removed_before_it_starts(
         page = server.wait_idle(session)
     prompts = [e["data"]["text"] for e in page["events"] if e["type"] == "message/user"]
     assert prompts == ["one", "three"]
+
+
+def test_a_session_is_deleted_only_when_no_turn_runs_on_it(
+    tmp_path: Path, harness_home: Path
+) -> None:
+    """DELETE /api/sessions/ID removes an idle session for good (404 after); while a turn runs
+    it is a 409 and the session stays."""
+    model = write_script(
+        tmp_path / "slow.json", [{"tool_calls": [bash_call("sleep 2")]}, {"text": "ok"}]
+    )
+    with serve(harness_home, "--model", model) as server, server.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        busy = client.delete(f"/api/sessions/{session}")
+        assert busy.status_code == 409 and "cancel it first" in busy.json()["error"]
+        server.wait_idle(session)
+        assert client.delete(f"/api/sessions/{session}").json() == {"deleted": session}
+        assert client.get(f"/api/sessions/{session}/history").status_code == 404
+        assert session not in [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
+    assert session_ids(harness_home) == []

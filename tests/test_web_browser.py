@@ -71,12 +71,17 @@ DESK = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
+def dismiss(dialog: object) -> None:
+    """Refuse any dialog a test did not ask for, so none blocks the page."""
+    dialog.dismiss()  # type: ignore[attr-defined]
+
+
 @contextmanager
 def browsing(browser: object, viewport: dict[str, int], **options: object) -> Iterator[object]:
     """A fresh browser context's page at `viewport`."""
     context = browser.new_context(viewport=viewport, **options)  # type: ignore[attr-defined]
     opened = context.new_page()
-    opened.on("dialog", lambda dialog: dialog.dismiss())
+    opened.on("dialog", dismiss)
     try:
         yield opened
     finally:
@@ -657,13 +662,17 @@ def test_opening_shows_the_last_message_and_a_reader_scrolled_up_stays_put(
         phone.wait_for_timeout(300)  # type: ignore[attr-defined]
         assert phone.evaluate(SCROLL_TOP) == 0  # type: ignore[attr-defined]
         phone.evaluate(f"{SCROLL_TOP} = 1e9")  # type: ignore[attr-defined]
-        phone.wait_for_timeout(100)  # type: ignore[attr-defined]
+        # The page learns the reader is at the end from the scroll event, which fires before
+        # the next frame's callbacks: two frames on, it has (a fixed wait lost that race on a
+        # loaded machine).
+        phone.evaluate(TWO_FRAMES)  # type: ignore[attr-defined]
         client.post(f"/api/sessions/{session}/turns", json={"prompt": "and more"})
         expect(answers.last).to_have_text("The latest answer.", timeout=15000)
         expect(answers.last).to_be_in_viewport()
 
 
 SLOW = [{"tool_calls": [bash_call("sleep 30")]}, {"text": "The queued one ran."}]
+TWO_FRAMES = "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 COMPOSING_ENTER = {"key": "Enter", "code": "Enter", "isComposing": True, "bubbles": True}
 WIDTHS = "[document.getElementById('messages').scrollWidth, document.getElementById('messages').clientWidth]"
 
@@ -897,3 +906,25 @@ def test_a_queued_prompt_can_be_taken_back_to_edit_or_removed(
         finished = served.wait_idle(session, timeout=60)
     prompts = [e["data"]["text"] for e in finished["events"] if e["type"] == "message/user"]
     assert prompts == ["go", "keep me"]
+
+
+def test_the_open_session_can_be_deleted_after_a_confirmation(
+    page: object, harness_home: Path, tmp_path: Path
+) -> None:
+    """The topbar's Delete asks first; accepted, the session leaves the list for good."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "one.json", [{"text": "Done."}])
+    with serve(harness_home, "--model", model) as served, served.client() as client:
+        keep = client.post("/api/sessions", json={}).json()["id"]
+        drop = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, drop)
+        asked: list[str] = []
+        page.remove_listener("dialog", dismiss)  # type: ignore[attr-defined]
+        page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))  # type: ignore[attr-defined]
+        page.get_by_role("button", name="Delete this session").click()  # type: ignore[attr-defined]
+        links = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
+        expect(links).to_have_count(1)
+        expect(links.first).to_have_attribute("data-id", keep)
+        assert asked and "Delete this session" in asked[0]
+        listed = [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
+    assert listed == [keep]

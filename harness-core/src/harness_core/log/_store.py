@@ -118,6 +118,21 @@ class SessionStore:
 
         return read_lines(self.path(session_id), self.registry)
 
+    def delete(self, session_id: str) -> None:
+        """Unlink the file under its writer lock, so no writer is cut off mid-turn."""
+        from ._index import forget_index
+        from ._lock import lock_exclusive
+        from ._open import open_regular
+
+        path = self.path(session_id)
+        fd = open_regular(path, os.O_RDWR)
+        try:
+            lock_exclusive(fd, path)  # SessionLocked, naming the writer, while one holds it
+            os.unlink(path)
+            forget_index(path)
+        finally:
+            os.close(fd)
+
     def subscribe(self, notify: Notify) -> None:
         """Files tell nobody of an append: a reader that follows a session polls it."""
         return None

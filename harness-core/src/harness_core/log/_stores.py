@@ -81,6 +81,12 @@ class Store(Protocol):
         """The session's envelopes as stored, one JSON object each (`harness events`)."""
         ...
 
+    def delete(self, session_id: str) -> None:
+        """Remove a session for good, once its writer is free: SessionLocked naming the
+        holder while one writes it, SessionNotFound for an id the store does not hold. The
+        sessions of its subagents stay (they are sessions of their own)."""
+        ...
+
     def subscribe(self, notify: Notify) -> Callable[[], None] | None:
         """Call `notify(session_id, seq)` (from any thread) once events up to `seq` are
         committed to a session, by any process; returns how to stop. None: this store cannot

@@ -157,6 +157,22 @@ class StoreConformance:
             if stop is not None:
                 stop()
 
+    def test_a_session_is_deleted_only_once_its_writer_is_free(self, store: Store) -> None:
+        """While a writer holds a session it cannot be deleted; after, it is gone for good
+        and the other sessions stay."""
+        with store.create() as kept:
+            kept_id = kept.session_id
+        with store.create() as log:
+            with pytest.raises(SessionLocked):
+                store.delete(log.session_id)
+            session_id = log.session_id
+        store.delete(session_id)
+        with pytest.raises(SessionNotFound):
+            store.open(session_id, writable=False)
+        with pytest.raises(SessionNotFound):
+            store.delete(session_id)
+        assert [s.id for s in store.list()] == [kept_id]
+
     def test_a_crashed_turn_is_closed_on_the_next_open(self, store: Store) -> None:
         """A turn left open (its writer died) is ended as an error, its open call answered
         interrupted, before anything else is appended."""

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from ..hosts import DockEntry, one_line
 from ..log import NotASession, SessionLocked, SessionNotFound
-from ._hub import ANSWERS, Hub, NotWaiting
+from ._hub import ANSWERS, Busy, Hub, NotWaiting
 
 __all__ = ["create_app"]
 
@@ -128,6 +128,13 @@ def create_app(
         result = await hub.submit(request.path_params["id"], prompt, _optional_str(body, "model"))
         return JSONResponse(result, status_code=202)
 
+    async def session(request: Request) -> Response:
+        try:
+            await hub.delete(request.path_params["id"])
+        except Busy as exc:
+            return _error(409, str(exc))
+        return JSONResponse({"deleted": request.path_params["id"]})
+
     async def queue(request: Request) -> Response:
         body = await _body(request)
         position, prompt = body.get("position"), body.get("prompt")
@@ -185,6 +192,7 @@ def create_app(
             Route("/api/dock", api(dock_list)),
             Route("/api/config", api(config)),
             Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
+            Route("/api/sessions/{id}", api(session), methods=["DELETE"]),
             Route("/api/sessions/{id}/history", api(history)),
             Route("/api/sessions/{id}/events", api(events)),
             Route("/api/sessions/{id}/turns", api(turns), methods=["POST"]),

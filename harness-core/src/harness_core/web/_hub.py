@@ -71,6 +71,10 @@ class WebRuntime:
     max_sessions: int = MAX_SESSIONS
 
 
+class Busy(Exception):
+    """A session that cannot be deleted now: a turn of this server's runs or waits on it."""
+
+
 class NotWaiting(Exception):
     """An answer to a question that is not open; `known`: the call was asked about or made
     (answered already, or cancelled), else the session never had it."""
@@ -393,6 +397,19 @@ class Hub:
         self._follow(session_id, live)
         self.ship_snapshot(live)
         return answer
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session for good (Store.delete): Busy while a turn of this server runs
+        or waits on it; SessionLocked while another process writes it."""
+        live = self._live.get(session_id)
+        if live is not None:
+            if live.session.busy or live.questions:
+                raise Busy(f"session {session_id} is running a turn: cancel it first")
+            del self._live[session_id]
+            if live.follower is not None:
+                live.follower.cancel()
+            await live.session.aclose()
+        await asyncio.to_thread(self.runtime.store.delete, session_id)
 
     async def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
         """Drop a queued prompt (see SessionRuntime.unqueue); the page hears it at once."""

@@ -189,6 +189,17 @@ class PostgresStore:
         self._check_invariants(log, fresh=False)
         return log
 
+    def delete(self, session_id: str) -> None:
+        """Remove the session's rows (its events go with it: ON DELETE CASCADE) under its
+        writer lock, on a connection of its own, so no writer is cut off mid-turn."""
+        with self.connect() as conn, translated(self.raw_url, f"cannot delete {session_id}"):
+            self._holder(session_id, conn)  # SessionNotFound for an unknown id
+            locked = conn.execute(LOCK, (session_id,)).fetchone()
+            if not (locked and locked[0]):
+                raise PostgresSessionLocked(session_id, *self._holder(session_id, conn))
+            with conn.transaction():
+                conn.execute("DELETE FROM harness_sessions WHERE id = %s", (session_id,))
+
     def _holder(
         self, session_id: str, conn: psycopg.Connection[Any]
     ) -> tuple[str | None, int | None]:

@@ -517,6 +517,7 @@ async function openSession(id) {
   clearError();
   $("log").replaceChildren();
   markCurrent(id);
+  $("delete-session").hidden = false;
   closeDrawer();
   const [page] = await Promise.all([api(`/api/sessions/${id}/history?limit=200`), mountDock(id, generation)]);
   if (generation !== state.generation) return;
@@ -663,6 +664,19 @@ async function runDemo() {
   clearError();
 }
 
+// Deleting the open session asks first; the page then starts over without it.
+async function deleteSession() {
+  if (!state.id || !confirm("Delete this session for good? Its log is removed.")) return;
+  try {
+    await api(`/api/sessions/${state.id}`, { method: "DELETE" });
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  history.replaceState(null, "", location.pathname);
+  location.reload();
+}
+
 function route() {
   const match = /^#\/s\/([A-Za-z0-9._-]+)$/.exec(location.hash);
   if (match && match[1] !== state.id) openSession(match[1]).catch(showError);
@@ -715,6 +729,7 @@ async function start() {
   new ResizeObserver(() => { if (state.follow) toEnd(); }).observe($("messages"));
   older.observe($("older"));
   window.addEventListener("hashchange", route);
+  $("delete-session").onclick = () => deleteSession();
   welcome();
   await listSessions();
   route();
