@@ -519,6 +519,8 @@ def test_the_prompt_the_capped_plan_and_an_approval_stay_on_screen(
         assert marks[21][:3] == ['"☐"', "pending: Task 21 of a long plan", LONG_PLAN[21][0]]
         link = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
         toggle = page.locator("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+        hint = page.locator("[data-testid=prompt]").get_attribute("placeholder")  # type: ignore[attr-defined]
+        assert hint == "Ask something" if mobile else "Enter sends" in hint
         if mobile:
             for part in ("#messages", "[data-testid=input-dock]", "[data-testid=prompt]"):
                 box = page.locator(part).bounding_box()  # type: ignore[attr-defined]
@@ -753,6 +755,8 @@ MARKDOWN = "\n".join(
         "",
         "> a quoted line",
         "",
+        "Fish &amp; chips &copy; `&amp;` <b>bold?</b> &bogus;",
+        "",
         "| name | value |",
         "| --- | --- |",
         "| alpha | **1** |",
@@ -770,8 +774,9 @@ def test_markdown_lists_quotes_tables_code_and_long_words(
     phone: object, tmp_path: Path, harness_home: Path
 ) -> None:
     """A numbered list after a bulleted one is its own list, a nested list nests, a quote and
-    a table are drawn as such, a code block copies its code, and a 5,000-character word wraps
-    inside the message on a phone."""
+    a table are drawn as such, entities read as their characters (outside code, never as a
+    tag), a code block copies its code, and a 5,000-character word wraps inside the message on
+    a phone."""
     expect = playwright_api.expect
     phone.context.grant_permissions(["clipboard-read", "clipboard-write"])  # type: ignore[attr-defined]
     model = write_script(tmp_path / "md.json", [{"text": MARKDOWN}])
@@ -786,6 +791,10 @@ def test_markdown_lists_quotes_tables_code_and_long_words(
         expect(message.locator(":scope > ul > li")).to_have_count(2)
         expect(message.locator("ul ul > li")).to_have_text(["nested bullet"])
         expect(message.locator("blockquote")).to_have_text("a quoted line")
+        expect(message.locator("p", has_text="Fish")).to_have_text(
+            "Fish & chips © &amp; <b>bold?</b> &bogus;"
+        )
+        expect(message.locator("b")).to_have_count(0)
         expect(message.locator("th")).to_have_text(["name", "value"])
         expect(message.locator("td strong")).to_have_text("1")
         expect(message.locator("pre code")).to_have_text("print('copied')")

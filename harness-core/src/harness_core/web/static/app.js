@@ -95,6 +95,15 @@ function visible(text) {
 // -- Markdown: marked's tokens built as DOM nodes; raw HTML in the text stays text ----------
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
+const ENTITY = /&(#\d{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});/gi;
+
+// Markdown text may spell a character as an entity (`&amp;`, `&#39;`); marked leaves those to
+// an HTML renderer. Each match alone is decoded, so no tag can ever be parsed from the text.
+function entities(text) {
+  if (!text.includes("&")) return text;
+  const decoder = document.createElement("textarea");
+  return text.replace(ENTITY, (entity) => { decoder.innerHTML = entity; return decoder.value; });
+}
 
 function inlines(parent, tokens) {
   for (const token of tokens || []) {
@@ -112,6 +121,7 @@ function inlines(parent, tokens) {
       case "html": parent.append(token.text); break;
       default:
         if (token.tokens) inlines(parent, token.tokens);
+        else if (token.type === "text" && !token.escaped) parent.append(entities(token.text));
         else parent.append(token.text ?? token.raw ?? "");
     }
   }
@@ -730,6 +740,12 @@ async function start() {
   older.observe($("older"));
   window.addEventListener("hashchange", route);
   $("delete-session").onclick = () => deleteSession();
+  // A phone has no Esc or Shift+Enter, and the keyboard hints would not fit its box.
+  const narrow = matchMedia("(max-width: 720px)");
+  const hint = $("prompt").placeholder;
+  const fit = () => { $("prompt").placeholder = narrow.matches ? "Ask something" : hint; };
+  narrow.addEventListener("change", fit);
+  fit();
   welcome();
   await listSessions();
   route();
