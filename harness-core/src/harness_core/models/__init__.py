@@ -13,12 +13,23 @@ from ._base import (
     ResponseToolCall,
     Thinking,
 )
-from ._retry import RetryPolicy, error_cause, retry_after
+from ._retry import (
+    ERROR_WIDTH,
+    Endpoint,
+    RetryPolicy,
+    error_cause,
+    retry_after,
+    retryable,
+    status_message,
+    transport_message,
+)
 from .scripted import ScriptedModel, ScriptError
 
 __all__ = [
+    "ERROR_WIDTH",
     "ContextLengthExceeded",
     "DeltaSink",
+    "Endpoint",
     "Model",
     "ModelBase",
     "ModelError",
@@ -30,4 +41,7 @@ __all__ = [
     "Thinking",
     "error_cause",
     "retry_after",
+    "retryable",
+    "status_message",
+    "transport_message",
 ]

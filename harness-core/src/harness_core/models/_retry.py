@@ -1,7 +1,8 @@
-"""Retrying a provider's request: the policy, the server's Retry-After, the error beneath.
+"""Retrying a provider's request: the policy, the server's Retry-After, the error beneath,
+and the one-line message a failure ends in.
 
 Shared by every model that talks to a provider over HTTP (the OpenAI-compatible model, a
-plugin's provider), so a retry count means the same everywhere (`model_retries`).
+plugin's provider), so a retry count and a failure's message mean the same everywhere.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from typing import Final
 
 from ..sanitize import one_line
 
-__all__ = ["ERROR_WIDTH", "RetryPolicy", "error_cause", "retry_after"]
+__all__ = [
+    "ERROR_WIDTH",
+    "Endpoint",
+    "RetryPolicy",
+    "attempts_text",
+    "error_cause",
+    "retry_after",
+    "retryable",
+    "status_message",
+    "transport_message",
+]
 
 ERROR_WIDTH: Final = 300  # characters of a provider's error message shown
 # seconds; a longer Retry-After falls back to our backoff, so the attempts run out soon
@@ -44,6 +55,11 @@ class RetryPolicy:
         return backoff * (1 - self.jitter * random.random())
 
 
+def retryable(status: int) -> bool:
+    """Whether an HTTP status is worth another try (RetryPolicy says which)."""
+    return status in (408, 429) or status >= 500
+
+
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asked to wait (`retry-after-ms` or `retry-after`), else None."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -64,3 +80,57 @@ def error_cause(exc: BaseException) -> str:
     if inner is None:
         return one_line(str(exc), ERROR_WIDTH)
     return one_line(f"{type(inner).__name__}: {inner}", ERROR_WIDTH)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """What a failure's message names and checks: the model (`provider:model`), where it was
+    asked, what to check when the key is refused, the read timeout, and the SDK's own error
+    types for a timeout and for no connection."""
+
+    name: str
+    model_name: str
+    base_url: str
+    key_hint: str
+    read_timeout: object
+    timeout_error: type[BaseException]
+    connection_error: type[BaseException]
+
+
+def status_message(endpoint: Endpoint, status: int, detail: str, attempts: int) -> str:
+    """One line for an HTTP error status: what the provider said, and what to do."""
+    where = f"{endpoint.name} returned HTTP {status}"
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if status == 401:
+        return f"{where}: {detail} (check {endpoint.key_hint})"
+    if status == 403:
+        return f"{where}: {detail} (the key has no access to {endpoint.model_name})"
+    if status == 404:
+        return f"{where}: {detail} (check the model name and the base URL {endpoint.base_url})"
+    if status == 429:
+        return f"{where}{tries}: {detail} (rate limited: wait, or lower the request rate)"
+    if status >= 500:
+        return f"{where}{tries}: {detail} (the provider failed; try again later)"
+    return f"{where}: {detail} (the provider rejected the request)"
+
+
+def attempts_text(attempts: int) -> str:
+    return f"{attempts} attempt" + ("s" if attempts != 1 else "")
+
+
+def transport_message(endpoint: Endpoint, exc: BaseException, attempts: int) -> str:
+    """One line for a request that got no status: it timed out, found no connection, or its
+    stream failed."""
+    tries = attempts_text(attempts)
+    if isinstance(exc, endpoint.timeout_error):
+        return (
+            f"{endpoint.name} timed out ({tries}, no data for {endpoint.read_timeout}s): the "
+            "provider is slow or unreachable; try again, or raise model_timeout "
+            "(HARNESS_MODEL_TIMEOUT)"
+        )
+    if isinstance(exc, endpoint.connection_error):
+        return (
+            f"cannot reach {endpoint.name} at {endpoint.base_url} ({tries}): "
+            f"{error_cause(exc)}; check the network and the base URL"
+        )
+    return f"{endpoint.name} stream failed ({tries}): {error_cause(exc)}; try again later"

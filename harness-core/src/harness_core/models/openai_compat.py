@@ -33,7 +33,17 @@ from ._base import (
     ModelResponse,
     ResponseToolCall,
 )
-from ._retry import ERROR_WIDTH, RetryPolicy, error_cause, retry_after
+from ._retry import (
+    ERROR_WIDTH,
+    Endpoint,
+    RetryPolicy,
+    attempts_text,
+    error_cause,
+    retry_after,
+    retryable,
+    status_message,
+    transport_message,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
 
@@ -135,7 +145,7 @@ class OpenAICompatModel(ModelBase):
             except openai.APIStatusError as exc:
                 if _context_exceeded(exc):
                     raise ContextLengthExceeded(self._status_message(exc, attempt)) from exc
-                if not _retryable_status(exc.status_code) or attempt >= self.retry.attempts:
+                if not retryable(exc.status_code) or attempt >= self.retry.attempts:
                     raise ModelError(self._status_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt, retry_after(exc.response.headers))
             except (openai.APIError, _BrokenStream) as exc:
@@ -218,43 +228,28 @@ class OpenAICompatModel(ModelBase):
 
     # -- error messages: one line each, what failed and what to do -------------------------
 
+    def _endpoint(self) -> Endpoint:
+        timeout = self._timeout
+        return Endpoint(
+            name=self.name,
+            model_name=self.model_name,
+            base_url=self.base_url,
+            key_hint=self.key_env or "the API key",
+            read_timeout=timeout.read if isinstance(timeout, openai.Timeout) else timeout,
+            timeout_error=openai.APITimeoutError,
+            connection_error=openai.APIConnectionError,
+        )
+
     def _status_message(self, exc: openai.APIStatusError, attempts: int) -> str:
-        status = exc.status_code
-        detail = _provider_detail(exc)
-        where = f"{self.name} returned HTTP {status}"
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if status == 401:
-            return f"{where}: {detail} (check {self.key_env or 'the API key'})"
-        if status == 403:
-            return f"{where}: {detail} (the key has no access to {self.model_name})"
-        if status == 404:
-            return f"{where}: {detail} (check the model name and the base URL {self.base_url})"
-        if status == 429:
-            return f"{where}{tries}: {detail} (rate limited: wait, or lower the request rate)"
-        if status >= 500:
-            return f"{where}{tries}: {detail} (the provider failed; try again later)"
-        return f"{where}: {detail} (the provider rejected the request)"
+        return status_message(self._endpoint(), exc.status_code, _provider_detail(exc), attempts)
 
     def _transport_message(self, exc: BaseException, attempts: int) -> str:
-        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
-        if isinstance(exc, openai.APITimeoutError):
-            timeout = self._timeout
-            read = timeout.read if isinstance(timeout, openai.Timeout) else timeout
-            return (
-                f"{self.name} timed out ({tries}, no data for {read}s): the provider is "
-                "slow or unreachable; try again, or raise model_timeout (HARNESS_MODEL_TIMEOUT)"
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return (
-                f"cannot reach {self.name} at {self.base_url} ({tries}): {error_cause(exc)}; "
-                "check the network and the base URL"
-            )
         if isinstance(exc, _MalformedChunk):
             return (
-                f"{self.name} sent {exc} ({tries}): the provider (or a proxy in between) "
-                "garbled its stream; try again later, or check the base URL"
+                f"{self.name} sent {exc} ({attempts_text(attempts)}): the provider (or a proxy "
+                "in between) garbled its stream; try again later, or check the base URL"
             )
-        return f"{self.name} stream failed ({tries}): {error_cause(exc)}; try again later"
+        return transport_message(self._endpoint(), exc, attempts)
 
     def _broken_message(self, exc: BaseException) -> str:
         why = str(exc) if isinstance(exc, _MalformedChunk) else error_cause(exc)
@@ -352,10 +347,6 @@ def _context_exceeded(exc: openai.APIStatusError) -> bool:
     if isinstance(error, Mapping) and error.get("code") == _CONTEXT_CODE:
         return True
     return bool(_CONTEXT_WORDS.search(_provider_detail(exc)))
-
-
-def _retryable_status(status: int) -> bool:
-    return status in (408, 429) or status >= 500
 
 
 def _provider_detail(exc: openai.APIStatusError) -> str:

@@ -15,11 +15,13 @@ from typing import Any, Final, Literal
 import anthropic
 import anyio
 
-# One retry policy and one reading of `retry-after` and of an error's cause for every
-# provider: the helpers take any mapping and any exception, not the openai SDK's types.
+# One retry policy, one reading of `retry-after` and of an error's cause, and one wording of
+# a failure for every provider: the helpers take any mapping, exception and SDK error types.
 from harness_core.models import (
+    ERROR_WIDTH,
     ContextLengthExceeded,
     DeltaSink,
+    Endpoint,
     ModelBase,
     ModelError,
     ModelResponse,
@@ -28,6 +30,9 @@ from harness_core.models import (
     Thinking,
     error_cause,
     retry_after,
+    retryable,
+    status_message,
+    transport_message,
 )
 from harness_core.sanitize import one_line
 
@@ -36,8 +41,6 @@ from ._request import messages_of, system_of, tools_of
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TIMEOUT", "AnthropicModel", "RetryPolicy"]
 
 logger = logging.getLogger("harness.models")
-
-ERROR_WIDTH: Final = 300
 DEFAULT_MAX_TOKENS: Final = 8192
 # `read` bounds the silence between two bytes of the stream, not the whole answer.
 DEFAULT_TIMEOUT: Final = anthropic.Timeout(connect=10.0, read=180.0, write=60.0, pool=30.0)
@@ -111,7 +114,7 @@ class AnthropicModel(ModelBase):
                     raise ContextLengthExceeded(self._status_message(exc, attempt)) from exc
                 if assembly.delivered:
                     raise ModelError(self._broken_message(_detail(exc))) from exc
-                if not _retryable(status) or attempt >= self.retry.attempts:
+                if not retryable(status) or attempt >= self.retry.attempts:
                     raise ModelError(self._status_message(exc, attempt)) from exc
                 delay = self.retry.delay(attempt, retry_after(exc.response.headers))
             except (anthropic.APIError, _BrokenStream) as exc:  # connection, timeout, a cut
@@ -158,40 +161,30 @@ class AnthropicModel(ModelBase):
 
     # -- error messages: one line each, what failed and what to do -------------------------
 
+    def _endpoint(self) -> Endpoint:
+        timeout = self._timeout
+        return Endpoint(
+            name=self.name,
+            model_name=self.model_name,
+            base_url=self.base_url,
+            key_hint=self.key_env,
+            read_timeout=timeout.read if isinstance(timeout, anthropic.Timeout) else timeout,
+            timeout_error=anthropic.APITimeoutError,
+            connection_error=anthropic.APIConnectionError,
+        )
+
     def _status_message(self, exc: anthropic.APIStatusError, attempts: int) -> str:
         status = _status(exc)
-        where = f"{self.name} returned HTTP {status}"
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        detail = _detail(exc)
-        if status == 401:
-            return f"{where}: {detail} (check {self.key_env})"
-        if status == 403:
-            return f"{where}: {detail} (the key has no access to {self.model_name})"
-        if status == 404:
-            return f"{where}: {detail} (check the model name and the base URL {self.base_url})"
-        if status == 429:
-            return f"{where}{tries}: {detail} (rate limited: wait, or lower the request rate)"
         if status == 529:
-            return f"{where}{tries}: {detail} (the provider is overloaded; try again later)"
-        if status >= 500:
-            return f"{where}{tries}: {detail} (the provider failed; try again later)"
-        return f"{where}: {detail} (the provider rejected the request)"
+            tries = f" after {attempts} attempts" if attempts > 1 else ""
+            return (
+                f"{self.name} returned HTTP 529{tries}: {_detail(exc)} (the provider is "
+                "overloaded; try again later)"
+            )
+        return status_message(self._endpoint(), status, _detail(exc), attempts)
 
     def _transport_message(self, exc: BaseException, attempts: int) -> str:
-        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
-        if isinstance(exc, anthropic.APITimeoutError):
-            timeout = self._timeout
-            read = timeout.read if isinstance(timeout, anthropic.Timeout) else timeout
-            return (
-                f"{self.name} timed out ({tries}, no data for {read}s): the provider is "
-                "slow or unreachable; try again, or raise model_timeout (HARNESS_MODEL_TIMEOUT)"
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            return (
-                f"cannot reach {self.name} at {self.base_url} ({tries}): {error_cause(exc)}; "
-                "check the network and the base URL"
-            )
-        return f"{self.name} stream failed ({tries}): {error_cause(exc)}; try again later"
+        return transport_message(self._endpoint(), exc, attempts)
 
     def _broken_message(self, why: str) -> str:
         return (
@@ -304,10 +297,6 @@ def _status(exc: anthropic.APIStatusError) -> int:
     if exc.status_code == 200:  # an error event inside the stream
         return _EVENT_STATUS.get(str(exc.type), 500)
     return exc.status_code
-
-
-def _retryable(status: int) -> bool:
-    return status in (408, 429) or status >= 500
 
 
 def _detail(exc: anthropic.APIStatusError) -> str:
