@@ -91,19 +91,13 @@ class SessionRuntime:
     @property
     def queued(self) -> list[str]:
         """Prompts waiting behind the running turn (or the one about to start), in order."""
-        waiting = self._waiting if self.running else self._waiting[1:]
-        return [queued.prompt for queued in waiting]
+        return [queued.prompt for queued in self._pending]
 
     @property
-    def model(self) -> Model | None:
-        """The session's own model, once built (a turn may name another)."""
-        return self._models.get(self.default_spec)
-
-    @property
-    def next_turn(self) -> int:
-        """The number the next turn will have."""
-        log = self.log if self.log is not None else self.runtime.reader(self.id)
-        return log.next_turn
+    def _pending(self) -> list[_Queued]:
+        # The one a turn is about to start for is no longer waiting: `queued` shows the
+        # rest and `unqueue` counts positions in them.
+        return self._waiting if self.running else self._waiting[1:]
 
     def observe(self, on_event: EventSink | None = None, on_delta: DeltaSink | None = None) -> None:
         """Report every event this session's turns append (a subagent's session's too: the
@@ -146,7 +140,11 @@ class SessionRuntime:
         busy = self.busy
         if not busy and self.log is None:
             self._take(model)
-        answer = {"queued": len(self.queued) + 1} if busy else {"turn": self.next_turn}
+        if busy:
+            answer = {"queued": len(self.queued) + 1}
+        else:
+            assert self.log is not None  # taken above, or held since the last turn
+            answer = {"turn": self.log.next_turn}
         queued = self._enqueue(prompt, spec)
         queued.submitted = True
         task = _spawn(self._in_turn(queued, model))
@@ -178,7 +176,7 @@ class SessionRuntime:
         """Drop the prompt `queued` lists at `position` (1-based), if it is still `prompt`
         there and was submitted (`submit`); False when the queue changed meanwhile (it
         started, or moved) and nothing was dropped."""
-        waiting = self._waiting if self.running else self._waiting[1:]
+        waiting = self._pending
         if not 1 <= position <= len(waiting):
             return False
         queued = waiting[position - 1]
@@ -248,7 +246,8 @@ class SessionRuntime:
         agent.model = model
         agent.compaction = self.runtime.compaction(model)
         if self._approval is not None:
-            agent.approval = self._approval(spec) if callable(self._approval) else self._approval
+            chosen = spec or self.default_spec
+            agent.approval = self._approval(chosen) if callable(self._approval) else self._approval
         self.running = True
         try:
             return await agent.run_turn(prompt)

@@ -425,13 +425,9 @@ class Hub:
     # -- approval --------------------------------------------------------------------------
 
     def _approval_for(self, session_id: str, spec: str | None) -> Approval:
-        if self.web.hands_free(spec or self._live_spec(session_id)):
+        if self.web.hands_free(spec):
             return Approval("auto")
         return self._approval(partial(self.ask, session_id))
-
-    def _live_spec(self, session_id: str) -> str | None:
-        live = self._live.get(session_id)
-        return live.session.default_spec if live is not None else None
 
     async def ask(self, session_id: str, request: ApprovalRequest) -> Answer:
         """The session's Asker: open the question on its page, wait for a click. A subagent
