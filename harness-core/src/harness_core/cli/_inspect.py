@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from argparse import Namespace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..hosts import one_line
-from ..log import EventTypeRegistry, SessionStore, Store, redact_url, scheme_of
+from ..log import EventTypeRegistry, SessionStore, Store, file_store_directory, redact_url
 from ._app import App, ConfiguredHome
 from ._usage import TurnUsage
 
@@ -40,12 +39,10 @@ def sessions(args: Namespace) -> int:
     # payload: core types do. Another store comes from its plugin.
     home = ConfiguredHome()
     url = home.settings.store or ""
-    store: Store
-    if not url or scheme_of(url) == "file":
-        directory = Path(url[len("file://") :]) if url else home.home
-        store = SessionStore(directory, EventTypeRegistry())
-    else:
-        store = App().store
+    directory = file_store_directory(url) if url else home.home
+    store: Store = (
+        SessionStore(directory, EventTypeRegistry()) if directory is not None else App().store
+    )
     found = store.list()
     if args.json:
         _print_json([_summary_json(s) for s in found])

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     )
     from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
     from ._store import SessionNotFound, SessionStore, default_home
-    from ._stores import Notify, Store, StoreError, redact_url, scheme_of
+    from ._stores import Notify, Store, StoreError, file_store_directory, redact_url, scheme_of
     from ._tail import find_latest, last_event
     from ._types import (
         CORE_EVENT_TYPES,
@@ -92,6 +92,7 @@ _EXPORTS: Final = {
     "StoreError": "_stores",
     "redact_url": "_stores",
     "scheme_of": "_stores",
+    "file_store_directory": "_stores",
     "SessionSummary": "_listing",
     "ToolApproval": "_events",
     "ToolCall": "_events",
@@ -154,6 +155,7 @@ __all__ = [
     "default_home",
     "derive_messages",
     "dev_mode",
+    "file_store_directory",
     "find_latest",
     "history_of",
     "last_event",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ._session import EventSink, SessionLog
     from ._types import EventTypeRegistry
 
-__all__ = ["Notify", "Store", "StoreError", "redact_url", "scheme_of"]
+__all__ = ["Notify", "Store", "StoreError", "file_store_directory", "redact_url", "scheme_of"]
 
 # (session id, the newest committed seq): what a store tells its subscribers.
 Notify = Callable[[str, int], None]
@@ -98,6 +99,11 @@ def scheme_of(url: str) -> str:
     """`postgresql` of `postgresql://...`; "" for a URL without one."""
     head, separator, _ = url.partition("://")
     return head.lower() if separator else ""
+
+
+def file_store_directory(url: str) -> Path | None:
+    """The directory a `file://PATH` URL names; None for a URL of any other scheme."""
+    return Path(url[len("file://") :]) if scheme_of(url) == "file" else None
 
 
 def redact_url(url: str) -> str:

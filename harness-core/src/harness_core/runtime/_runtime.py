@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Final, cast
 
 from .. import secret
 from ..config import Config
-from ..log import SessionStore, Store, default_home, redact_url, scheme_of
+from ..log import (
+    SessionStore,
+    Store,
+    default_home,
+    file_store_directory,
+    redact_url,
+    scheme_of,
+)
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
     from ..log import SessionLog
@@ -131,9 +138,10 @@ class Runtime(ConfiguredHome):
         registry, on_append = self.host.event_types, self.host.hooks.event_appended
         if not url:
             return SessionStore(self.home, registry, on_append=on_append)
+        directory = file_store_directory(url)
+        if directory is not None:
+            return SessionStore(directory, registry, on_append=on_append)
         scheme, shown = scheme_of(url), redact_url(url)
-        if scheme == "file":
-            return SessionStore(Path(url[len("file://") :]), registry, on_append=on_append)
         if not scheme:
             raise SetupError(
                 f"store {shown!r} is not a URL: name file:///PATH or a scheme a store plugin "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from argparse import ArgumentParser, Namespace
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from harness_core.hosts import Command, CommandContext, CommandError
@@ -82,15 +81,15 @@ def _copy(args: Namespace, ctx: CommandContext) -> int:
 
 def _open(url: str, registry: EventTypeRegistry) -> Store:
     """A store of `copy`: the file store or this plugin's."""
-    from harness_core.log import SessionStore, redact_url, scheme_of
+    from harness_core.log import SessionStore, file_store_directory, redact_url, scheme_of
 
     from . import SCHEMES
     from ._store import PostgresStore
 
-    scheme = scheme_of(url)
-    if scheme == "file":
-        return SessionStore(Path(url[len("file://") :]), registry)
-    if scheme in SCHEMES:
+    directory = file_store_directory(url)
+    if directory is not None:
+        return SessionStore(directory, registry)
+    if scheme_of(url) in SCHEMES:
         return PostgresStore(url, registry)
     raise CommandError(
         f"harness store copy reads and writes file:///PATH and postgresql:// stores, "
