@@ -268,14 +268,13 @@ class _Session:
         self.tools = runtime.tools
         self.asks = policy == "ask"
         self._client_failed = False  # a failed question is reported once per session
-        self.conversation = Conversation(keep=False)  # live changes only; `replay` folds anew
+        # Live changes only; `replay` folds the history anew. Nothing before now is open: the
+        # runtime closed any turn a crashed process left open when it took the writer.
+        self.conversation = Conversation(keep=False)
         # Subagents share this Approval, so their questions reach the client on this session.
         approval = Approval(policy, self._ask)
         runtime.set_approval(approval)
         runtime.observe(self._on_event, self._on_delta)
-        # The runtime closed a turn a crashed process left open, so it replays as ended.
-        for event in log.history():
-            self.conversation.apply(event)
         self._streamed: set[str] = set()  # delta kinds the current step already sent
         # Callbacks from the loop are synchronous; the queue keeps the updates in order and
         # `prompt` drains it before it answers, so the answer comes after every update.
