@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ._envelope import EnvelopeError, decode_line
 from ._index import SAVE_EVERY, TailIndex, forget_index, load_index, save_index
-from ._invariants import InvariantChecker, dev_mode
 from ._lock import lock_exclusive
 from ._open import NotASession, open_regular
 from ._session import (
@@ -126,7 +125,7 @@ class FileLog(SessionLog):
             _fsync_dir(path.parent)
             log = cls(path, registry, fd)
             forget_index(path)  # a session of the same name before this one
-            log._checker = InvariantChecker() if dev_mode() else None
+            log._check_appends([])
             if observer is not None:
                 log.listeners.append(partial(observer, log))
             log.append("session/start", start)
@@ -175,7 +174,7 @@ class FileLog(SessionLog):
         return log
 
     def _load(self, whole: _WholeLines) -> None:
-        self._ingest(whole, 0)
+        replayed = self._ingest(whole, 0)
         self._size, self._lines = whole.size, whole.count
         if whole.torn:
             if self._fd is not None:
@@ -186,8 +185,7 @@ class FileLog(SessionLog):
         self.committed_seq = self._last_seq
         if self._fd is not None:
             self._adopt_index()
-            if dev_mode():
-                self._checker = InvariantChecker.from_tail(self.events)
+            self._check_appends(replayed)
 
     def _adopt_index(self) -> None:
         """Go on with the saved tail index when it describes the file as it is, or as it was

@@ -29,7 +29,7 @@ import orjson
 from ..secret import current as current_secrets
 from ._envelope import EnvelopeError, Event, now_ts
 from ._folds import Grants, Newest
-from ._invariants import InvariantChecker
+from ._invariants import InvariantChecker, dev_mode
 from ._projection import MessageProjection
 from ._types import EventTypeRegistry
 
@@ -171,6 +171,11 @@ class SessionLog:
 
     def describe(self) -> str:
         return self.session_id
+
+    def _check_appends(self, replayed: list[Event]) -> None:
+        """A writer's appends are checked against the log's structural rules in development
+        mode (HARNESS_DEV=1), from the state its replay (`replayed`; none when new) left."""
+        self._checker = InvariantChecker.from_tail(replayed) if dev_mode() else None
 
     # -- replay ----------------------------------------------------------------------------
 

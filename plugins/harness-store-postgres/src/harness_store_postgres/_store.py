@@ -24,7 +24,6 @@ from harness_core.log import (
     Notify,
     SessionNotFound,
     SessionSummary,
-    dev_mode,
     redact_url,
 )
 
@@ -116,7 +115,6 @@ class PostgresStore:
         """A new session, its lock held, its session/start committed with its row."""
         from harness_core.log import SessionStart
 
-        self.shared()  # the schema check, and the channel the first commit notifies
         start = SessionStart.new(
             system_prompt=system_prompt,
             cwd=cwd,
@@ -124,12 +122,10 @@ class PostgresStore:
             parent_call_id=parent_call_id,
         )
         session_id, created = start.id, start.created
-        writer = self.connect()
+        writer = self._new_writer(session_id)
         try:
-            with translated(self.raw_url, f"cannot create session {session_id}"):
-                writer.execute(LOCK, (session_id,))
             log = PostgresLog(self, session_id, writer, start=(created, parent_session, cwd))
-            self._check_invariants(log, fresh=True)
+            log._check_appends([])
             if self.on_append is not None:
                 log.listeners.append(partial(self.on_append, log))
             log.append("session/start", start)
@@ -142,7 +138,14 @@ class PostgresStore:
     def adopt(self, session_id: str, start: Event) -> PostgresLog:
         """The writer of a session that comes from another store (`harness store copy`):
         its row is inserted with the first commit, from `start`, its session/start."""
-        self.shared()
+        writer = self._new_writer(session_id)
+        created = str(start.data.get("created") or start.ts)
+        parent, cwd = start.data.get("parent_session"), start.data.get("cwd")
+        return PostgresLog(self, session_id, writer, start=(created, parent, cwd))
+
+    def _new_writer(self, session_id: str) -> psycopg.Connection[Any]:
+        """A connection holding the writer lock of a session that has no row yet."""
+        self.shared()  # the schema check, and the channel the first commit notifies
         writer = self.connect()
         try:
             with translated(self.raw_url, f"cannot create session {session_id}"):
@@ -150,9 +153,7 @@ class PostgresStore:
         except BaseException:
             writer.close()
             raise
-        created = str(start.data.get("created") or start.ts)
-        parent, cwd = start.data.get("parent_session"), start.data.get("cwd")
-        return PostgresLog(self, session_id, writer, start=(created, parent, cwd))
+        return writer
 
     def open(self, session_id: str, *, writable: bool = True) -> PostgresLog:
         if not writable:
@@ -174,31 +175,33 @@ class PostgresStore:
     def _take(self, session_id: str, writer: psycopg.Connection[Any]) -> PostgresLog:
         """The session's writer on `writer`: its lock taken, the holder recorded, replayed."""
         with translated(self.raw_url, f"cannot open session {session_id}"):
-            self._holder(session_id, writer)  # SessionNotFound for an unknown id
-            locked = writer.execute(LOCK, (session_id,)).fetchone()
-            if not (locked and locked[0]):
-                # The holder's row may be a moment behind its lock: read it again now.
-                raise PostgresSessionLocked(session_id, *self._holder(session_id, writer))
+            self._lock(session_id, writer)
             writer.execute(
                 "UPDATE harness_sessions SET writer_host = %s, writer_pid = %s WHERE id = %s",
                 (*me(), session_id),
             )
             log = PostgresLog(self, session_id, writer)
-            log._ingest(self._lines(session_id, writer), 0)
+            replayed = log._ingest(self._lines(session_id, writer), 0)
         log.committed_seq = log._last_seq
-        self._check_invariants(log, fresh=False)
+        log._check_appends(replayed)
         return log
 
     def delete(self, session_id: str) -> None:
         """Remove the session's rows (its events go with it: ON DELETE CASCADE) under its
         writer lock, on a connection of its own, so no writer is cut off mid-turn."""
         with self.connect() as conn, translated(self.raw_url, f"cannot delete {session_id}"):
-            self._holder(session_id, conn)  # SessionNotFound for an unknown id
-            locked = conn.execute(LOCK, (session_id,)).fetchone()
-            if not (locked and locked[0]):
-                raise PostgresSessionLocked(session_id, *self._holder(session_id, conn))
+            self._lock(session_id, conn)
             with conn.transaction():
                 conn.execute("DELETE FROM harness_sessions WHERE id = %s", (session_id,))
+
+    def _lock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
+        """Take the session's writer lock on `conn`: SessionNotFound for an unknown id,
+        PostgresSessionLocked naming the holder while another connection has it."""
+        self._holder(session_id, conn)
+        locked = conn.execute(LOCK, (session_id,)).fetchone()
+        if not (locked and locked[0]):
+            # The holder's row may be a moment behind its lock: read it again now.
+            raise PostgresSessionLocked(session_id, *self._holder(session_id, conn))
 
     def _holder(
         self, session_id: str, conn: psycopg.Connection[Any]
@@ -210,16 +213,6 @@ class PostgresStore:
             raise SessionNotFound(f"no session {session_id!r} in {self.url}")
         host, pid = row
         return (host if isinstance(host, str) else None, pid if isinstance(pid, int) else None)
-
-    @staticmethod
-    def _check_invariants(log: PostgresLog, *, fresh: bool) -> None:
-        """Development mode checks each append against the log's structural rules, as it
-        does on files (HARNESS_DEV=1)."""
-        if not dev_mode():
-            return
-        from harness_core.log._invariants import InvariantChecker  # not exported: see README
-
-        log._checker = InvariantChecker() if fresh else InvariantChecker.from_tail(log.events)
 
     # -- queries ---------------------------------------------------------------------------
 
