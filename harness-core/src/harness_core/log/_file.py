@@ -182,7 +182,6 @@ class FileLog(SessionLog):
             else:
                 message = f"ignoring {len(whole.torn)} bytes after the last newline"
                 self.problems.insert(0, message)
-        self.committed_seq = self._last_seq
         if self._fd is not None:
             self._adopt_index()
             self._check_appends(replayed)

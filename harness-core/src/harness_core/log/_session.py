@@ -190,6 +190,7 @@ class SessionLog:
             for event in events:
                 self._fold(event)
             self.projection.fold_all(events)  # opening yields a ready projection
+        self.committed_seq = self._last_seq  # what a store reads back is committed
         problems += _unknown_types({e.type for e in events}, self.registry)
         for problem in problems:
             logger.warning("%s: %s", self.describe(), problem)
@@ -216,7 +217,6 @@ class SessionLog:
             return []
         events = self._ingest(lines, self.next_seq)
         self._lines += len(lines)
-        self.committed_seq = self._last_seq
         return events
 
     @property

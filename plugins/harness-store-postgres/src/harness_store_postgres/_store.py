@@ -159,7 +159,6 @@ class PostgresStore:
         if not writable:
             log = PostgresLog(self, session_id, None)
             log._ingest(self._lines(session_id, self.shared()), 0)
-            log.committed_seq = log._last_seq
             return log
         self.shared()
         writer = self.connect()
@@ -182,7 +181,6 @@ class PostgresStore:
             )
             log = PostgresLog(self, session_id, writer)
             replayed = log._ingest(self._lines(session_id, writer), 0)
-        log.committed_seq = log._last_seq
         log._check_appends(replayed)
         return log
 
