@@ -101,7 +101,7 @@ _SIZE: Final = re.compile(r"(\d+)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
 def _size(value: object) -> int | None:
     """Bytes from a whole number or a string such as "512M" or "2GiB"."""
     if type(value) is int:
-        return value if value >= 0 else None
+        return _count(value)
     match = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
     if match is None:
         return None

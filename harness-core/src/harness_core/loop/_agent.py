@@ -31,6 +31,7 @@ from ..log import (
     AssistantMessage,
     EventSink,
     SessionLog,
+    ThinkingBlock,
     ToolApproval,
     ToolCall,
     ToolResultPayload,
@@ -40,7 +41,6 @@ from ..log import (
     Usage,
     UserMessage,
 )
-from ..log._events import ThinkingBlock  # not re-exported by harness_core.log yet
 from ..models import (
     ContextLengthExceeded,
     DeltaSink,
