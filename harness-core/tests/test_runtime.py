@@ -4,6 +4,7 @@ cancellation, crash repair when the writer is taken, and models closed with the 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,42 @@ async def test_taking_the_writer_closes_a_crashed_turn_first(runtime: Runtime) -
     assert ended is not None and ended.turn == 1 and ended.data["error"] == CRASHED_TURN
     assert (await session.run("next")).status == "completed"
     await session.aclose()
+
+
+async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    """A queued turn whose process died goes on from its log: the call it was running is
+    answered "interrupted", not run again, and the same turn ends with the model's answer."""
+    marker = tmp_path / "ran"
+    call = {"name": "bash", "arguments": {"command": f"touch {marker}"}}
+    script = ScriptedModel.from_document({"steps": [{"tool_calls": [call]}, {"text": "done"}]})
+    log = runtime.create()
+    log.append("turn/start", {}, turn=1)
+    log.append("message/user", {"text": "the prompt"}, turn=1)
+    tool_call = {"id": "call_1", "name": "bash", "arguments": json.dumps(call["arguments"])}
+    log.append("message/assistant", {"text": None, "tool_calls": [tool_call]}, turn=1)
+    log.close()
+    session = runtime.open(log.session_id, script, approval=Approval("auto"), go_on=True)
+    assert runtime.reader(session.id).latest("turn/end") is None  # left open for go_on
+    outcome = await session.go_on()
+    await session.aclose()
+    assert outcome is not None and (outcome.status, outcome.text) == ("completed", "done")
+    assert not marker.exists()  # the cut-off call was answered, never run a second time
+    events = runtime.reader(log.session_id).events
+    result = next(e for e in events if e.type == "tool/result")
+    assert result.data["call_id"] == "call_1" and "interrupted" in result.data["text"]
+    assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
+    assert script.remaining == 0  # the step the dead process played was skipped, not replayed
+
+
+async def test_go_on_without_an_open_turn_runs_nothing(runtime: Runtime) -> None:
+    log = runtime.create()
+    log.close()
+    session = runtime.open(log.session_id, Closing("m", []), go_on=True)
+    assert await session.go_on() is None
+    await session.aclose()
+    assert [e.type for e in runtime.reader(log.session_id).events] == ["session/start"]
 
 
 async def test_cancel_ends_the_running_turn_and_only_it(runtime: Runtime) -> None:

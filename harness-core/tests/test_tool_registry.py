@@ -91,6 +91,22 @@ def test_collision_names_both_providers_and_disposer_is_exact(registry: ToolRegi
     assert registry2.get("plan") is newer
 
 
+def test_without_leaves_out_a_providers_tools_and_follows_the_rest(
+    registry: ToolRegistry,
+) -> None:
+    """A turn run with a plugin disabled sees every tool but that plugin's, including tools
+    registered after the view was made (an MCP server that starts late)."""
+
+    class Other(PlanTool):
+        name = "other"
+
+    view = registry.without(["planner"])
+    assert view.names() == [] and view.get("plan") is None and view.schemas() == []
+    registry.register(Other(), provider="late")
+    assert view.names() == ["other"] and view.provider("other") == "late"
+    assert registry.names() == ["other", "plan"]  # the registry itself keeps everything
+
+
 def test_schemas_are_openai_function_tools(registry: ToolRegistry) -> None:
     """`schemas()` is the `tools` parameter of a chat completion request."""
     [tool] = registry.schemas()

@@ -17,7 +17,7 @@ the next turn starts. See docs/loop.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -56,7 +56,7 @@ from ._compact import BY_HAND_KEEP, CompactionPolicy, request_summary
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ..log import Store
+    from ..log import Event, Store
 
 __all__ = ["CANCELLED_TEXT", "CRASHED_TURN", "DEFAULT_MAX_STEPS", "Agent", "TurnOutcome"]
 
@@ -194,12 +194,30 @@ class Agent:
         `cancel()` makes this return a `cancelled` outcome; a cancellation from outside (an
         enclosing cancel scope, Ctrl-C) closes the turn the same way and propagates.
         """
+        return await self._drive(partial(self._open_turn, prompt))
+
+    async def resume_turn(self) -> TurnOutcome | None:
+        """Go on with the turn a crashed process left open, from where its log stops; None
+        when no turn is open.
+
+        Its unanswered calls are answered "interrupted" (never run again behind the log's
+        back: the model sees that they were cut off and decides), then the turn's steps go on
+        as if it had never stopped, counting those it took. A host that runs queued turns
+        (harness-worker) does this when the process that ran a turn died; every other host
+        closes such a turn instead (`repair`).
+        """
+        boundary = self._open_boundary()
+        if boundary is None:
+            return None
+        return await self._drive(partial(self._reopen_turn, boundary))
+
+    async def _drive(self, begin: Callable[[], None]) -> TurnOutcome:
         self._ensure_idle()
         with self._observed(), anyio.CancelScope() as self._scope:
             if self._cancel_pending:  # cancel() came before this turn did
                 self._cancel_pending = False
                 self._scope.cancel()
-            self._open_turn(prompt)
+            begin()
             try:
                 while self._steps < self.max_steps:
                     self._steps += 1
@@ -255,10 +273,8 @@ class Agent:
         """
         if self.turn is not None:
             return False  # our own turn is running: it is open, not crashed
-        boundary = self.session.latest(("turn/start", "turn/end"))
-        if boundary is None or boundary.type == "turn/end" or boundary.turn is None:
-            # A turn/start without its number is damage, not a turn a crash left open: no
-            # turn/end could name it, and the next turn/start closes it for every reader.
+        boundary = self._open_boundary()
+        if boundary is None:
             return False
         logger.warning("%s: closing turn %s left open", self.session.session_id, boundary.turn)
         with self._observed():
@@ -292,6 +308,36 @@ class Agent:
                 f"turn {self.turn} is still running on session {self.session.session_id}; "
                 "wait for it to end (or cancel it) before starting another"
             )
+
+    def _open_boundary(self) -> Event | None:
+        """The turn/start of a turn left open, if the newest turn is one."""
+        boundary = self.session.latest(("turn/start", "turn/end"))
+        if boundary is None or boundary.type == "turn/end" or boundary.turn is None:
+            # A turn/start without its number is damage, not a turn a crash left open: no
+            # turn/end could name it, and the next turn/start closes it for every reader.
+            return None
+        return boundary
+
+    def _reopen_turn(self, boundary: Event) -> None:
+        self.turn, self._turn_seq = boundary.turn, boundary.seq
+        self._auto_compact = True
+        self._steps = sum(
+            1
+            for event in self.session.history()
+            if event.seq > boundary.seq and event.type == "message/assistant"
+        )
+        logger.warning(
+            "%s: going on with turn %s after %d steps",
+            self.session.session_id,
+            boundary.turn,
+            self._steps,
+        )
+        # A model that plays a fixed script goes on past the responses the turn already has.
+        skip = getattr(self.model, "skip", None)
+        if callable(skip):
+            skip(self._steps)
+        self._answer_open_calls({})
+        self.session.commit()
 
     def _open_turn(self, prompt: str) -> None:
         self.repair()

@@ -128,6 +128,11 @@ class ScriptedModel(ModelBase):
         """Steps not played yet; a finished run should leave none."""
         return len(self._steps) - self._next
 
+    def skip(self, steps: int) -> None:
+        """Go on `steps` responses further: a crashed turn that goes on from its log
+        (`Agent.resume_turn`) already holds them, played by the process that died."""
+        self._next = min(self._next + steps, len(self._steps))
+
     def check_consumed(self) -> None:
         """Raise ScriptError when steps are left: the run ended before the script did."""
         if self.remaining:

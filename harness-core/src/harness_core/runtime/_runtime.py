@@ -167,6 +167,7 @@ class Runtime(ConfiguredHome):
         tools: ToolRegistry | None = None,
         cwd: str | None = None,
         hold: bool = True,
+        go_on: bool = False,
     ) -> SessionRuntime:
         """A session to run turns on: `session_id`, or a new one started in `cwd` (else the
         working directory), playing `model` unless a turn names another (or, given a factory,
@@ -175,7 +176,7 @@ class Runtime(ConfiguredHome):
         `hold` takes the session's writer now and keeps it until `aclose` (a terminal, the
         ACP bridge); without it the writer is taken for each run of turns and let go after,
         so another process may write the session in between (the web host). A crashed turn is
-        closed as soon as the writer is taken.
+        closed as soon as the writer is taken, unless `go_on` leaves it for `go_on()`.
         """
         from ._session import SessionRuntime
 
@@ -188,6 +189,7 @@ class Runtime(ConfiguredHome):
             tools=tools,
             hold=hold,
             log=log,
+            go_on=go_on,
         )
 
     def create(self, cwd: str | None = None) -> SessionLog:

@@ -5,6 +5,7 @@
     outcome = await session.run(prompt)      turns run one at a time, in submission order
     session.submit(prompt)                   the same, without waiting (a web request)
     session.cancel()                         the running turn ends `cancelled`
+    await session.go_on()                    a crashed turn goes on (opened with go_on=True)
     await session.aclose()                   models closed, writer let go
 
 Every host (the terminal, the web host, the ACP bridge) runs turns through this and nothing
@@ -53,6 +54,7 @@ class SessionRuntime:
         tools: ToolRegistry | None = None,
         hold: bool = True,
         log: SessionLog | None = None,
+        go_on: bool = False,
     ) -> None:
         self.runtime = runtime
         self.id = session_id
@@ -67,6 +69,7 @@ class SessionRuntime:
             self._make_model = runtime.model
         self._approval = approval
         self._hold = hold
+        self._repair = not go_on  # a crashed turn is closed on taking the writer, or left for go_on
         self._event_sinks: list[EventSink] = []
         self._delta_sinks: list[DeltaSink] = []
         self._closers: list[Callable[[], object]] = []
@@ -172,6 +175,24 @@ class SessionRuntime:
             if not self._hold and not self.busy:
                 self._let_go()
 
+    async def go_on(self, spec: str | None = None) -> TurnOutcome | None:
+        """Go on with the turn a crashed process left open, from where its log stops
+        (`Agent.resume_turn`), playing the model for `spec`; None when no turn is open.
+
+        For a session opened with `go_on=True`, whose open turn was not closed on taking the
+        writer: a host that runs queued turns, when the process running one died.
+        """
+        model = await self.model_for(spec)
+        async with self._turns:
+            agent = self._ready(spec, model)
+            self.running = True
+            try:
+                return await agent.resume_turn()
+            finally:
+                self.running = False
+                if not self._hold:
+                    self._let_go()
+
     def unqueue(self, position: int, prompt: str) -> bool:
         """Drop the prompt `queued` lists at `position` (1-based), if it is still `prompt`
         there and was submitted (`submit`); False when the queue changed meanwhile (it
@@ -242,17 +263,22 @@ class SessionRuntime:
     # -- the writer ------------------------------------------------------------------------
 
     async def _turn(self, prompt: str, spec: str | None, model: Model) -> TurnOutcome:
+        agent = self._ready(spec, model)
+        self.running = True
+        try:
+            return await agent.run_turn(prompt)
+        finally:
+            self.running = False
+
+    def _ready(self, spec: str | None, model: Model) -> Agent:
+        """The agent on the writer, playing `model` under the approval for `spec`."""
         agent = self.agent if self.agent is not None else self._take(model)
         agent.model = model
         agent.compaction = self.runtime.compaction(model)
         if self._approval is not None:
             chosen = spec or self.default_spec
             agent.approval = self._approval(chosen) if callable(self._approval) else self._approval
-        self.running = True
-        try:
-            return await agent.run_turn(prompt)
-        finally:
-            self.running = False
+        return agent
 
     def _take(self, model: Model | None, log: SessionLog | None = None) -> Agent:
         """Take the writer (SessionLocked when another process holds it) and build the agent
@@ -275,7 +301,8 @@ class SessionRuntime:
             compaction=runtime.compaction(model),
             approval=None if callable(self._approval) else self._approval,
         )
-        self.agent.repair()
+        if self._repair:
+            self.agent.repair()
         return self.agent
 
     def _let_go(self) -> None:

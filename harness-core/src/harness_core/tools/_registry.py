@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ class ToolRegistry:
         # deque: appended from any thread (an MCP server's connection), run on the agent's loop
         self._deferred: deque[tuple[Preparation, str]] = deque()
         self._preparing: anyio.Lock | None = None  # made on the loop that first needs it
+        self._hidden: frozenset[str] = frozenset()  # providers whose tools this one leaves out
 
     def defer(self, prepare: Preparation, *, provider: str) -> None:
         """Run `prepare` before the next model request (`ready`); callable from any thread.
@@ -112,11 +113,18 @@ class ToolRegistry:
 
         return dispose
 
+    def without(self, providers: Iterable[str]) -> ToolRegistry:
+        """These tools, live, but for those the plugins `providers` register: a turn run with
+        those plugins disabled (a batch task's `disable`)."""
+        view = ToolRegistry(base=self)
+        view._hidden = frozenset(providers)
+        return view
+
     def _entry(self, name: str) -> RegisteredTool | None:
         entry = self._tools.get(name)
         if entry is None and self._base is not None:
-            return self._base._entry(name)
-        return entry
+            entry = self._base._entry(name)
+        return None if entry is not None and entry.provider in self._hidden else entry
 
     def get(self, name: str) -> Tool[Any] | None:
         entry = self._entry(name)
@@ -129,7 +137,8 @@ class ToolRegistry:
     def names(self) -> list[str]:
         if self._base is None:
             return sorted(self._tools)
-        return sorted({*self._tools, *self._base.names()})
+        names = {*self._tools, *self._base.names()}
+        return sorted(name for name in names if self._entry(name) is not None)
 
     def schemas(self) -> list[dict[str, Any]]:
         """The `tools` parameter of a chat completion request, in name order."""
