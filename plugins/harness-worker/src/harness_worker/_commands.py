@@ -1,0 +1,235 @@
+"""`harness worker`, `harness submit` and `harness batch`: their grammar and their runs.
+
+Each takes `--store URL` (else HARNESS_STORE, else config `store`): the PostgreSQL store
+whose database holds the sessions, DBOS's queue and harness-worker's tables.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from argparse import ArgumentParser, Namespace
+from typing import TYPE_CHECKING, Any, Final
+
+from harness_core.hosts import Command, CommandContext, CommandError
+
+if TYPE_CHECKING:
+    from harness_core.runtime import Runtime
+
+__all__ = ["BATCH", "SUBMIT", "WORKER"]
+
+BEAT_SECONDS: Final = 2.0
+# A worker whose heartbeat is this old is taken for dead even if its lock is still held (a
+# machine that vanished keeps its connections open until the server's keepalive gives up).
+LAPSE_SECONDS: Final = 30.0
+GRACE_SECONDS: Final = 30
+STORE_HELP: Final = "postgresql://USER@HOST/DATABASE (else HARNESS_STORE, else config store)"
+
+
+def runtime_of(ctx: CommandContext) -> Runtime:
+    """The CLI's session runtime, which a plugin command is handed as its context."""
+    from harness_core.runtime import Runtime
+
+    if not isinstance(ctx, Runtime):
+        raise CommandError("harness-worker's commands run under the harness CLI")
+    return ctx
+
+
+# -- harness worker ----------------------------------------------------------------------------
+
+
+def _configure_worker(parser: ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument(
+        "--concurrency", type=_positive, default=1, metavar="N", help="turns at once (default 1)"
+    )
+    parser.add_argument(
+        "--approval",
+        choices=("auto", "deny"),
+        help="calls with effects outside the log: run them (auto, the default) or refuse them",
+    )
+    parser.add_argument("--sandbox", choices=("workspace", "off"), help="where bash runs")
+    parser.add_argument("--id", metavar="ID", help="this worker's identity (default HOST-PID)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _worker(args: Namespace, ctx: CommandContext) -> int:
+    from harness_core.log import redact_url
+
+    from . import _engine, _tables, _turn
+
+    runtime = runtime_of(ctx)
+    policy = runtime.approval_policy(args.approval, interactive=False)
+    if policy == "ask":
+        raise CommandError(
+            "a worker cannot ask anyone to approve a call, and approval is ask (from "
+            "HARNESS_APPROVAL or config approval): pass --approval auto or --approval deny"
+        )
+    url = _engine.database_url(runtime.store)
+    runtime.use_sandbox(args.sandbox)
+    worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
+    conn = _tables.connect(url)
+    schema = _engine.system_schema(_tables.ensure(conn))
+    workers = _tables.Workers(conn, worker_id)
+    holder = workers.claim()
+    if holder is not None:
+        raise CommandError(f"worker {worker_id} is already running ({holder})")
+    _turn.serve(_turn.WorkerHost(runtime, policy, url))
+    _engine.launch(url, schema, worker_id, args.concurrency)
+    print(
+        f"worker {worker_id}: taking turns from {redact_url(url)} "
+        f"({args.concurrency} at once); SIGTERM or Ctrl-C stops it",
+        file=ctx.stdout,
+        flush=True,
+    )
+    _watch(workers, ctx)
+    return _stop(ctx)
+
+
+def _watch(workers: Any, ctx: CommandContext) -> None:
+    """Beat, and hand back the turns of peers that are gone, until SIGTERM or Ctrl-C."""
+    from . import _engine
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(BEAT_SECONDS):
+        workers.beat()
+        gone = workers.gone(LAPSE_SECONDS)
+        if gone:
+            count = _engine.recover(gone)
+            names = ", ".join(gone)
+            print(
+                f"worker {names} is gone: {count} of its turns go back to the queue",
+                file=ctx.stdout,
+                flush=True,
+            )
+
+
+def _stop(ctx: CommandContext) -> int:
+    """Take no more turns, give running ones GRACE_SECONDS to end, and leave: a turn still
+    running is recovered by a peer like a dead worker's, once this process is gone."""
+    from dbos import DBOS
+
+    print("stopping: no new turns; waiting for running ones", file=ctx.stdout, flush=True)
+    DBOS.destroy(workflow_completion_timeout_sec=GRACE_SECONDS)
+    ctx.stdout.flush()
+    sys.stderr.flush()
+    # A turn still running holds a thread the interpreter would wait for at exit.
+    os._exit(0)
+
+
+WORKER: Final = Command(
+    name="worker",
+    help="run queued turns until stopped",
+    run=_worker,
+    configure=_configure_worker,
+    description="Takes turns from the queue in the store's database and runs them, at most "
+    "--concurrency at once, until SIGTERM or Ctrl-C. A worker whose process died has its "
+    "turns recovered by the live ones; one restarted with the same --id recovers its own.",
+)
+
+
+# -- harness submit ----------------------------------------------------------------------------
+
+
+def _configure_submit(parser: ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument("--session", metavar="ID", help="a turn of this session (default: new)")
+    parser.add_argument("--model", metavar="SPEC", help="the model the turn plays")
+    parser.add_argument("--wait", action="store_true", help="follow the turn until it ends")
+    parser.add_argument("prompt", metavar="PROMPT")
+
+
+def _submit(args: Namespace, ctx: CommandContext) -> int:
+    from harness_core.runtime import utf8_text
+
+    from . import _engine, _follow, _tables
+
+    runtime = runtime_of(ctx)
+    prompt = utf8_text(args.prompt, "the prompt", "convert it to UTF-8 first")
+    if not prompt.strip():
+        raise CommandError("the prompt is empty: pass the text of the turn")
+    url = _engine.database_url(runtime.store)
+    if args.model:
+        runtime.model(args.model)  # a spec no plugin provides fails here, not on a worker
+    with _tables.connect(url) as conn:
+        schema = _engine.system_schema(_tables.ensure(conn))
+    queue = _engine.client(url, schema)  # reached before a session is made for the turn
+    session_id = _session(runtime, args.session)
+    job = {"session": session_id, "prompt": prompt, "model": args.model}
+    workflow = _engine.enqueue(queue, job)
+    print(session_id, file=ctx.stdout, flush=True)
+    if not args.wait:
+        return 0
+    return _follow.follow(runtime, queue, session_id, workflow, ctx.stdout)
+
+
+def _session(runtime: Runtime, session_id: str | None) -> str:
+    """The session the turn goes to: `session_id`, which must exist, or a new one."""
+    from harness_core.log import SessionNotFound
+
+    if session_id is None:
+        log = runtime.create()
+        log.close()
+        return log.session_id
+    if runtime.store.latest(session_id, ("session/start",)) is None:
+        raise SessionNotFound(f"no session {session_id} in {runtime.store.url}")
+    return session_id
+
+
+SUBMIT: Final = Command(
+    name="submit",
+    help="queue one turn for the workers",
+    run=_submit,
+    configure=_configure_submit,
+    description="Queues PROMPT as the next turn of --session (else of a new session) and "
+    "prints the session id on the first line. No worker needs to be running: the turn waits "
+    "in the queue. --wait follows the turn until it ends and exits as `harness run` would.",
+)
+
+
+# -- harness batch -----------------------------------------------------------------------------
+
+
+def _configure_batch(parser: ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument("--model", metavar="SPEC", help="the model of tasks that name none")
+    parser.add_argument("--wait", action="store_true", help="show progress until every task ends")
+    parser.add_argument("--json", action="store_true", help="status as one JSON object")
+    parser.add_argument("target", metavar="FILE.jsonl|status", help="tasks, one JSON per line")
+    parser.add_argument("batch", nargs="?", metavar="ID", help="the batch (with status)")
+
+
+def _batch(args: Namespace, ctx: CommandContext) -> int:
+    from . import _batch
+
+    runtime = runtime_of(ctx)
+    if args.target == "status":
+        if not args.batch:
+            raise CommandError("name the batch: harness batch status ID [--json]")
+        return _batch.status(runtime, args.batch, as_json=args.json, out=ctx.stdout)
+    if args.batch:
+        raise CommandError(f"unexpected argument {args.batch!r}: harness batch FILE.jsonl")
+    return _batch.submit(runtime, args.target, args.model, wait=args.wait, out=ctx.stdout)
+
+
+BATCH: Final = Command(
+    name="batch",
+    help="queue a file of tasks; compare variants",
+    run=_batch,
+    configure=_configure_batch,
+    description="`harness batch FILE.jsonl` makes one session per line of FILE, each with one "
+    'queued turn: {"prompt": ..., "model"?, "check"?, "cwd"?, "variant"?, "disable"?}. It '
+    "prints `batch ID` first; --wait shows progress and exits 0 when every turn completed. "
+    "`harness batch status ID [--json]` counts the tasks and compares the variants.",
+)

@@ -1,0 +1,175 @@
+"""DBOS, as harness uses it: one partitioned queue of turns in the store's database.
+
+Each turn is a DBOS workflow (`harness_turn`, `_turn.py`) enqueued on the queue `QUEUE`
+with its session id as the partition key; a partition runs one workflow at a time across
+every worker, so a session's turns run one at a time and in the order they were queued.
+Submitting needs only a `DBOSClient` (no workflow code, no launch); a worker launches DBOS
+with its identity as the executor id, so one restarted with the same id recovers its own
+pending turns, and `recover` hands a dead worker's turns back to the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+from harness_core.hosts import CommandError
+from harness_core.log import Store, StoreError, redact_url
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient, WorkflowHandle
+
+__all__ = [
+    "QUEUE",
+    "VERSION",
+    "WORKFLOW",
+    "client",
+    "database_url",
+    "enqueue",
+    "launch",
+    "quiet_dbos",
+    "recover",
+    "system_schema",
+]
+
+QUEUE: Final = "harness_turns"
+WORKFLOW: Final = "harness_turn"
+# Every worker and submitter names the same application version: DBOS runs a workflow only
+# on executors of the version it was queued under, and harness's workflow is one function
+# whose meaning this version pins (not a hash of its source, DBOS's default).
+VERSION: Final = "harness-worker-1"
+# DBOS's default is a second between looks at the queue; a turn should start at once.
+POLL_SECONDS: Final = 0.05
+
+
+def database_url(store: Store) -> str:
+    """The PostgreSQL URL of the store (DBOS keeps its tables in the same database), or a
+    one-line error for a store that is not a PostgreSQL one."""
+    raw = getattr(store, "raw_url", None)
+    if not isinstance(raw, str) or not raw.startswith(("postgresql://", "postgres://")):
+        raise CommandError(
+            f"workers share a PostgreSQL store, and the store is {store.url}: name one with "
+            "--store postgresql://USER@HOST/DATABASE (or HARNESS_STORE)"
+        )
+    return "postgresql://" + raw.split("://", 1)[1]
+
+
+def quiet_dbos() -> None:
+    """DBOS logs each launch, queue and recovery at INFO; harness's own lines say what
+    matters, so only DBOS's warnings show."""
+    logging.getLogger("dbos").setLevel(logging.WARNING)
+
+
+@contextmanager
+def translated(url: str, doing: str) -> Iterator[None]:
+    """A database failure inside DBOS becomes one line naming where, never the password."""
+    try:
+        yield
+    except CommandError:
+        raise
+    except Exception as exc:
+        if not _is_database_error(exc):
+            raise
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        password = _password(url)
+        if password:
+            reason = reason.replace(password, "[redacted]")
+        raise StoreError(f"queue in {redact_url(url)}: {doing}: {reason}") from None
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    module = type(exc).__module__
+    return module.startswith(("sqlalchemy", "psycopg", "dbos"))
+
+
+def _password(url: str) -> str | None:
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def system_schema(store_schema: str) -> str:
+    """DBOS's schema beside the store's: `dbos` for a store in `public`, else one per store
+    schema, so two stores in one database (`search_path`) never share a queue."""
+    return "dbos" if store_schema == "public" else f"dbos_{store_schema}"[:63]
+
+
+def client(url: str, schema: str) -> DBOSClient:
+    """A client of the queue in `url`'s database, its DBOS tables made first if missing
+    (a submit may come before any worker ever started)."""
+    quiet_dbos()
+    from dbos import DBOS, DBOSClient
+
+    with translated(url, "cannot reach the queue"):
+        DBOS.migrate(url, schema=schema)
+        return DBOSClient(
+            system_database_url=url, dbos_system_schema=schema, retry_connection_errors=False
+        )
+
+
+def enqueue(queue: DBOSClient, job: dict[str, Any], workflow_id: str | None = None) -> str:
+    """Queue the turn `job` describes behind its session's earlier turns: its workflow id
+    (`workflow_id`, else one DBOS makes)."""
+    from dbos import EnqueueOptions
+
+    options: EnqueueOptions = {
+        "queue_name": QUEUE,
+        "workflow_name": WORKFLOW,
+        "queue_partition_key": job["session"],
+        "app_version": VERSION,
+    }
+    if workflow_id is not None:
+        options["workflow_id"] = workflow_id
+    handle: WorkflowHandle[dict[str, Any]] = queue.enqueue(options, job)
+    return handle.get_workflow_id()
+
+
+def launch(url: str, schema: str, worker_id: str, concurrency: int) -> None:
+    """Start DBOS in this process as the executor `worker_id`, taking up to `concurrency`
+    turns at once from the queue (and first its own turns a previous run left pending)."""
+    quiet_dbos()
+    from dbos import DBOS
+
+    from . import _turn  # registers the workflow before launch, as DBOS requires
+
+    del _turn
+    DBOS(
+        config={
+            "name": "harness",
+            "system_database_url": url,
+            "dbos_system_schema": schema,
+            "executor_id": worker_id,
+            "application_version": VERSION,
+            "log_level": "WARNING",
+            "sys_db_pool_size": max(4, 2 * concurrency + 2),
+            "notification_listener_polling_interval_sec": POLL_SECONDS,
+        }
+    )
+    with translated(url, "cannot start the worker"):
+        DBOS.launch()
+        DBOS.register_queue(
+            QUEUE,
+            worker_concurrency=concurrency,
+            partition_concurrency=1,
+            polling_interval_sec=POLL_SECONDS,
+            on_conflict="always_update",
+        )
+
+
+def recover(worker_ids: list[str]) -> int:
+    """Hand the turns the workers `worker_ids` were running back to the queue, to be run
+    by whichever worker takes them next: how many there were.
+
+    DBOS recovers an executor's pending workflows when an executor with the same id starts
+    again, and not on its own when one dies for good; asking for it is this call (which
+    DBOS makes idempotent: a workflow already taken by a live executor is left alone).
+    """
+    from dbos import DBOS
+
+    return len(DBOS._recover_pending_workflows(worker_ids))

@@ -1,0 +1,191 @@
+"""harness-worker's two tables, beside the store's in its database and schema.
+
+`harness_workers`: each worker's identity, host, pid and heartbeat. A running worker also
+holds a session-level advisory lock on its id, on the connection that beats: the server lets
+go of it the moment that process dies, so a peer tells a dead worker from a slow one at once,
+and the lapsed heartbeat covers a machine that vanished without closing its connections.
+
+`harness_tasks`: a batch's tasks, each a session with one queued turn, and what the worker
+that ran it recorded (status, check, steps, tokens, seconds, whether the plan was used).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["Task", "Workers", "connect", "ensure", "insert_tasks", "record", "tasks"]
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS harness_workers (
+    id text PRIMARY KEY,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    started timestamptz NOT NULL DEFAULT now(),
+    beat timestamptz NOT NULL DEFAULT now(),
+    ended timestamptz
+);
+CREATE TABLE IF NOT EXISTS harness_tasks (
+    batch text NOT NULL,
+    position integer NOT NULL,
+    session_id text NOT NULL,
+    workflow_id text,
+    variant text,
+    has_check boolean NOT NULL,
+    state text NOT NULL DEFAULT 'queued',
+    check_result text,
+    steps integer,
+    tokens_input bigint,
+    tokens_output bigint,
+    tokens_cached bigint,
+    seconds double precision,
+    plan_used boolean,
+    PRIMARY KEY (batch, position)
+);
+"""
+# Two processes making the tables at once would race on the catalog: one waits here.
+_SCHEMA_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('harness-worker schema'))"
+_ID_LOCK: Final = "hashtext('harness-worker ' || %s)"
+
+
+def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True, connect_timeout=10)
+
+
+def ensure(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
+    """Make the tables if they are missing (idempotent): the schema they are in."""
+    with conn.transaction():
+        conn.execute(_SCHEMA_LOCK)
+        conn.execute(SCHEMA)
+    row = conn.execute("SELECT current_schema()").fetchone()
+    return str(row[0]) if row else "public"
+
+
+class Workers:
+    """This worker's row and lock, and what it sees of its peers."""
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]], worker_id: str) -> None:
+        self.conn = conn
+        self.id = worker_id
+
+    def claim(self) -> str | None:
+        """Take this identity: None, or who holds it now ("host H, pid P")."""
+        row = self.conn.execute(f"SELECT pg_try_advisory_lock({_ID_LOCK})", (self.id,)).fetchone()
+        if not (row and row[0]):
+            held = self.conn.execute(
+                "SELECT host, pid FROM harness_workers WHERE id = %s", (self.id,)
+            ).fetchone()
+            return f"host {held[0]}, pid {held[1]}" if held else "another process"
+        self.conn.execute(
+            "INSERT INTO harness_workers (id, host, pid) VALUES (%s, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, "
+            "started = now(), beat = now(), ended = NULL",
+            (self.id, socket.gethostname(), os.getpid()),
+        )
+        return None
+
+    def beat(self) -> None:
+        self.conn.execute("UPDATE harness_workers SET beat = now() WHERE id = %s", (self.id,))
+
+    def leave(self) -> None:
+        self.conn.execute("UPDATE harness_workers SET ended = now() WHERE id = %s", (self.id,))
+
+    def gone(self, lapse: float) -> list[str]:
+        """Peers whose turns are for the taking: each whose process is gone (its lock is
+        free) or whose heartbeat is older than `lapse` seconds. Each is marked ended here,
+        so one peer, not every one, hands its turns back."""
+        gone = []
+        peers = self.conn.execute(
+            "SELECT id, beat < now() - make_interval(secs => %s) FROM harness_workers "
+            "WHERE id <> %s AND ended IS NULL",
+            (lapse, self.id),
+        ).fetchall()
+        for peer, lapsed in peers:
+            if lapsed or self._free(peer):
+                ended = self.conn.execute(
+                    "UPDATE harness_workers SET ended = now() WHERE id = %s AND ended IS NULL "
+                    "RETURNING id",
+                    (peer,),
+                ).fetchone()
+                if ended is not None:
+                    gone.append(str(peer))
+        return gone
+
+    def _free(self, peer: str) -> bool:
+        row = self.conn.execute(f"SELECT pg_try_advisory_lock({_ID_LOCK})", (peer,)).fetchone()
+        if row and row[0]:
+            self.conn.execute(f"SELECT pg_advisory_unlock({_ID_LOCK})", (peer,))
+            return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One row of `harness_tasks`."""
+
+    position: int
+    session: str
+    variant: str | None
+    has_check: bool
+    state: str
+    check: str | None
+    steps: int | None
+    tokens: tuple[int, int, int] | None
+    seconds: float | None
+    plan_used: bool | None
+
+
+def insert_tasks(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    batch: str,
+    rows: list[tuple[int, str, str, str | None, bool]],
+) -> None:
+    """(position, session, workflow id, variant, has a check) for each task of `batch`."""
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO harness_tasks (batch, position, session_id, workflow_id, variant, "
+            "has_check) VALUES (%s, %s, %s, %s, %s, %s)",
+            [(batch, *row) for row in rows],
+        )
+
+
+def record(conn: psycopg.Connection[tuple[Any, ...]], job: dict[str, Any], **fields: Any) -> None:
+    """Set `fields` on the task row of `job` (a job that is not a batch's has none)."""
+    if job.get("batch") is None or not fields:
+        return
+    columns = ", ".join(f"{name} = %s" for name in fields)
+    conn.execute(
+        f"UPDATE harness_tasks SET {columns} WHERE batch = %s AND position = %s",
+        (*fields.values(), job["batch"], job["position"]),
+    )
+
+
+def tasks(conn: psycopg.Connection[tuple[Any, ...]], batch: str) -> list[Task]:
+    rows = conn.execute(
+        "SELECT position, session_id, variant, has_check, state, check_result, steps, "
+        "tokens_input, tokens_output, tokens_cached, seconds, plan_used FROM harness_tasks "
+        "WHERE batch = %s ORDER BY position",
+        (batch,),
+    ).fetchall()
+    return [
+        Task(
+            position=row[0],
+            session=row[1],
+            variant=row[2],
+            has_check=row[3],
+            state=row[4],
+            check=row[5],
+            steps=row[6],
+            tokens=None if row[7] is None else (row[7], row[8], row[9]),
+            seconds=row[10],
+            plan_used=row[11],
+        )
+        for row in rows
+    ]

@@ -1,0 +1,208 @@
+"""What a turn is on a worker: the DBOS workflow `harness_turn`, and how it goes on.
+
+A job is a JSON object: `session`, `prompt`, `model` (a spec, or None for the worker's
+default), `disable` (plugins whose tools the turn goes without), `check` and `cwd` (a
+batch task's), `batch` and `position` (its row). The workflow takes the session's writer,
+then claims the turn number the log gives it next, in a DBOS step: DBOS records the answer,
+so when the worker dies and another recovers the workflow, the step answers the number
+first claimed, and the log says what became of that turn:
+
+- never started: it runs now;
+- open (the worker died in it): it goes on from where the log stops (`go_on`): each call
+  that has no result is answered "interrupted" and the model is asked again, so no call runs
+  a second time behind the log's back;
+- ended: nothing runs again.
+
+Then a batch task's check runs in its directory, and its row gets the turn's figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+from dbos import DBOS
+from harness_core.log import SessionLocked
+
+from . import _tables
+from ._engine import WORKFLOW
+
+if TYPE_CHECKING:
+    from harness_core.log import Event, SessionLog
+    from harness_core.loop import Policy
+    from harness_core.runtime import Runtime, SessionRuntime
+
+__all__ = ["Summary", "WorkerHost", "harness_turn", "serve"]
+
+logger = logging.getLogger("harness.worker")
+
+# How long a turn waits for its session's writer: a dead worker's lock goes with its
+# database connection, at once when its process died; longer means someone else writes it.
+LOCK_WAIT: Final = 30.0
+CHECK_TIMEOUT: Final = 600.0
+
+_host: WorkerHost | None = None
+
+
+def serve(host: WorkerHost) -> None:
+    """Run this process's turns on `host` (before DBOS launches: recovery starts then)."""
+    global _host
+    _host = host
+
+
+@DBOS.step(name="harness_claim_turn")
+def _claim(next_turn: int) -> int:
+    return next_turn
+
+
+@DBOS.workflow(name=WORKFLOW)
+def harness_turn(job: dict[str, Any]) -> dict[str, Any]:
+    if _host is None:
+        raise RuntimeError("harness_turn runs in `harness worker` only")
+    return _host.run(job).as_dict()
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What became of one turn, from its log (and its check)."""
+
+    status: str
+    error: str | None
+    steps: int
+    tokens: tuple[int, int, int]  # input, output, cached
+    seconds: float
+    plan_used: bool
+    check: str | None  # "passed", "failed", or None without a check
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "error": self.error,
+            "steps": self.steps,
+            "tokens": dict(zip(("input", "output", "cached"), self.tokens, strict=True)),
+            "seconds": self.seconds,
+            "plan_used": self.plan_used,
+            "check": self.check,
+        }
+
+
+class WorkerHost:
+    """Runs jobs on the process's runtime under the worker's approval policy."""
+
+    def __init__(self, runtime: Runtime, policy: Policy, url: str) -> None:
+        self.runtime = runtime
+        self.policy = policy
+        self.url = url
+
+    def run(self, job: dict[str, Any]) -> Summary:
+        with _tables.connect(self.url) as conn:
+            _tables.record(conn, job, state="running")
+            try:
+                turn = anyio.run(self._turn, job)
+                summary = self._summary(job, turn)
+            except Exception as exc:  # the turn could not run: say why on its row and result
+                logger.warning("turn of session %s failed: %s", job["session"], exc)
+                summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
+            _tables.record(
+                conn,
+                job,
+                state=summary.status,
+                check_result=summary.check,
+                steps=summary.steps,
+                tokens_input=summary.tokens[0],
+                tokens_output=summary.tokens[1],
+                tokens_cached=summary.tokens[2],
+                seconds=summary.seconds,
+                plan_used=summary.plan_used,
+            )
+        return summary
+
+    async def _turn(self, job: dict[str, Any]) -> int:
+        session = await self._open(job)
+        try:
+            assert session.log is not None  # held for the turn
+            turn = _claim(session.log.next_turn)
+            start = session.log.latest("turn/start")
+            if start is None or start.turn is None or start.turn < turn:
+                await session.run(job["prompt"], job.get("model"))
+            elif _is_open(session.log, start):
+                await session.go_on(job.get("model"))
+            return turn
+        finally:
+            await session.aclose()
+
+    async def _open(self, job: dict[str, Any]) -> SessionRuntime:
+        runtime = self.runtime
+        approval = runtime.approval(self.policy, None)
+        tools = runtime.host.tools.without(job.get("disable") or ())
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                session = runtime.open(
+                    job["session"], runtime.model, approval=approval, tools=tools, go_on=True
+                )
+            except SessionLocked:
+                if time.monotonic() > deadline:
+                    raise
+                await anyio.sleep(0.2)
+                continue
+            session.default_spec = job.get("model")
+            return session
+
+    def _summary(self, job: dict[str, Any], turn: int) -> Summary:
+        events = [e for e in self.runtime.store.read(job["session"]) if e.turn == turn]
+        end = next((e for e in reversed(events) if e.type == "turn/end"), None)
+        steps, tokens = 0, [0, 0, 0]
+        for event in events:
+            if event.type == "message/assistant":
+                steps += 1
+                usage = event.data.get("usage") or {}
+                tokens[0] += usage.get("prompt_tokens") or 0
+                tokens[1] += usage.get("completion_tokens") or 0
+                tokens[2] += usage.get("cache_read_tokens") or 0
+        return Summary(
+            status=str(end.data.get("status")) if end is not None else "error",
+            error=end.data.get("error") if end is not None else "the turn did not end",
+            steps=steps,
+            tokens=(tokens[0], tokens[1], tokens[2]),
+            seconds=_seconds(events[0], events[-1]) if events else 0.0,
+            plan_used=any(e.type == "todo/write" for e in events),
+            check=_check(job),
+        )
+
+
+def _is_open(log: SessionLog, start: Event) -> bool:
+    end = log.latest("turn/end")
+    return end is None or end.seq < start.seq
+
+
+def _seconds(first: Event, last: Event) -> float:
+    return (datetime.fromisoformat(last.ts) - datetime.fromisoformat(first.ts)).total_seconds()
+
+
+def _check(job: dict[str, Any]) -> str | None:
+    """A batch task's check, run in its directory after the turn: exit 0 passes."""
+    command = job.get("check")
+    if not command:
+        return None
+    try:
+        done = subprocess.run(
+            command,
+            shell=True,
+            cwd=job.get("cwd") or os.getcwd(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=CHECK_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        logger.warning("the check of session %s did not run: %s", job["session"], exc)
+        return "failed"
+    return "passed" if done.returncode == 0 else "failed"

@@ -1,0 +1,277 @@
+"""harness-worker as a team runs it: real worker processes on a real PostgreSQL, real
+`harness submit` and `harness batch` processes, workers killed with SIGKILL mid-call.
+
+Every worker runs with HARNESS_DEV=1, so each append it makes is checked against the log's
+invariants (gapless seq, every event inside a turn, every result answering a call)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from harness_store_postgres.testing import fresh_schema, initialised, server_url
+from test_cli_support import HARNESS, bash_call, child_env, run_cli, todo_call, write_script
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    """A fresh, initialised store; DBOS's schema beside it goes with it."""
+    with fresh_schema(server_url()) as fresh:
+        yield initialised(fresh)
+        schema = fresh.rsplit("search_path%3D", 1)[-1]
+        with psycopg.connect(server_url(), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "dbos_{schema}" CASCADE')
+
+
+class Worker:
+    """`harness worker` in its own process; its output in a file."""
+
+    def __init__(self, url: str, name: str, tmp: Path, *args: str) -> None:
+        self.name = name
+        self.output = tmp / f"worker-{name}.out"
+        self._sink = self.output.open("w")
+        self.process = subprocess.Popen(
+            [HARNESS, "worker", "--store", url, "--sandbox", "off", "--id", name, *args],
+            env=child_env({"HARNESS_DEV": "1"}),
+            stdout=self._sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.expect("taking turns")
+
+    def text(self) -> str:
+        return self.output.read_text()
+
+    def expect(self, wanted: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while wanted not in self.text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"worker {self.name}: no {wanted!r} in:\n{self.text()}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._sink.close()
+
+
+@pytest.fixture
+def workers(url: str, tmp_path: Path) -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.stop()
+
+
+def events(url: str, session: str) -> list[dict[str, Any]]:
+    shown = run_cli("events", session, "--store", url)
+    assert shown.returncode == 0, shown.stderr
+    return [json.loads(line) for line in shown.stdout.splitlines()]
+
+
+def executor_of(url: str, session: str) -> str | None:
+    """The worker running `session`'s turn, from DBOS's own table."""
+    schema = url.rsplit("search_path%3D", 1)[-1]
+    with psycopg.connect(server_url()) as conn:
+        row = conn.execute(
+            f'SELECT executor_id FROM "dbos_{schema}".workflow_status '
+            "WHERE queue_partition_key = %s AND status = 'PENDING'",
+            (session,),
+        ).fetchone()
+    return str(row[0]) if row else None
+
+
+def test_a_turn_waits_in_the_queue_until_a_worker_runs_it(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """submit with no worker prints the session and leaves the turn queued; a worker started
+    later runs it; --wait on a second turn follows it and exits 0."""
+    model = write_script(
+        tmp_path / "s.json", [{"tool_calls": [bash_call("echo hi")]}, {"text": "Done."}]
+    )
+    queued = run_cli("submit", "--store", url, "--model", model, "first")
+    assert queued.returncode == 0, queued.stderr
+    session = queued.stdout.splitlines()[0]
+    assert [e["type"] for e in events(url, session)] == ["session/start"]
+    workers.append(Worker(url, "w1", tmp_path))
+    second = run_cli(
+        "submit", "--store", url, "--session", session, "--model", model, "--wait", "second"
+    )
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines()[0] == session
+    assert "→ bash" in second.stdout and "Done." in second.stdout
+    assert "turn 2 completed" in second.stdout
+    log = events(url, session)
+    prompts = [e["data"]["text"] for e in log if e["type"] == "message/user"]
+    ends = [e["data"]["status"] for e in log if e["type"] == "turn/end"]
+    assert prompts == ["first", "second"] and ends == ["completed", "completed"]
+
+
+def test_a_worker_killed_mid_call_is_recovered_by_another_without_running_the_call_twice(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    slow = bash_call(f"echo run >> {runs}; sleep 20; echo finished")
+    model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Recovered."}])
+    workers.extend([Worker(url, "a", tmp_path), Worker(url, "b", tmp_path)])
+    waiting = subprocess.Popen(
+        [HARNESS, "submit", "--store", url, "--model", model, "--wait", "slow work"],
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not runs.exists():
+        assert time.monotonic() < deadline, "the slow call never started"
+        time.sleep(0.1)
+    session = waiting.stdout.readline().strip() if waiting.stdout else ""
+    running = executor_of(url, session)
+    victim = next(w for w in workers if w.name == running)
+    survivor = next(w for w in workers if w is not victim)
+    victim.process.send_signal(signal.SIGKILL)
+    victim.process.wait()
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 0, err
+    assert "Recovered." in out
+    survivor.expect(f"worker {victim.name} is gone: 1 of its turns go back to the queue")
+    assert runs.read_text() == "run\n"  # the cut-off call did not run a second time
+    log = events(url, session)
+    [result] = [e for e in log if e["type"] == "tool/result"]
+    assert result["data"]["is_error"] and "interrupted" in result["data"]["text"]
+    assert [(e["type"], e["turn"]) for e in log if e["type"].startswith("turn/")] == [
+        ("turn/start", 1),
+        ("turn/end", 1),
+    ]
+    assert log[-1]["data"]["status"] == "completed"
+    assert [e["seq"] for e in log] == list(range(len(log)))
+
+
+def test_a_sessions_turns_run_in_submission_order_across_workers(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    workers.extend(
+        [
+            Worker(url, "x", tmp_path, "--concurrency", "2"),
+            Worker(url, "y", tmp_path, "--concurrency", "2"),
+        ]
+    )
+    first = run_cli("submit", "--store", url, "--model", model, "turn 0")
+    session = first.stdout.splitlines()[0]
+    submits = [
+        subprocess.Popen(
+            [
+                HARNESS,
+                "submit",
+                "--store",
+                url,
+                "--session",
+                session,
+                "--model",
+                model,
+                f"turn {n}",
+            ],
+            env=child_env(),
+            stdout=subprocess.DEVNULL,
+        )
+        for n in range(1, 4)
+    ]
+    for submit in submits:
+        submit.wait(timeout=60)
+        time.sleep(0)  # each submit is a separate process; their order is the queue's
+    waited = run_cli(
+        "submit", "--store", url, "--session", session, "--model", model, "--wait", "last"
+    )
+    assert waited.returncode == 0, waited.stderr
+    log = events(url, session)
+    prompts = [e["data"]["text"] for e in log if e["type"] == "message/user"]
+    assert prompts[0] == "turn 0" and prompts[-1] == "last"
+    assert sorted(prompts[1:4]) == ["turn 1", "turn 2", "turn 3"]
+    boundaries = [(e["type"], e["turn"]) for e in log if e["type"].startswith("turn/")]
+    assert boundaries == [(kind, n) for n in range(1, 6) for kind in ("turn/start", "turn/end")]
+
+
+def test_a_batch_with_checks_and_variants_compares_them(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """The same tasks with and without the todo plugin: every task ends, each passed check
+    is counted, and status puts the two variants side by side."""
+    plan = write_script(
+        tmp_path / "plan.json",
+        [{"tool_calls": [todo_call(("Write it", "in_progress"))]}, {"text": "Written."}],
+    )
+    lines = []
+    for variant, disable in (("todo", []), ("no-todo", ["todo"])):
+        for n, check in enumerate(("true", "false", "test -d .")):
+            task = {"prompt": f"task {n}", "model": plan, "check": check, "variant": variant}
+            lines.append(json.dumps({**task, "disable": disable, "cwd": str(tmp_path)}))
+    lines.append(json.dumps({"prompt": "no check", "model": plan}))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(lines) + "\n")
+    workers.extend([Worker(url, "p", tmp_path, "--concurrency", "2"), Worker(url, "q", tmp_path)])
+    ran = run_cli("batch", str(tasks), "--store", url, "--wait", timeout=180)
+    assert ran.returncode == 0, ran.stderr
+    batch = ran.stdout.splitlines()[0].removeprefix("batch ")
+    assert ran.stdout.splitlines()[0] == f"batch {batch}"
+    assert "7/7 queued 0 · running 0 · done 7 · failed 0" in ran.stdout
+    status = run_cli("batch", "status", batch, "--json", "--store", url)
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert report["counts"] == {"queued": 0, "running": 0, "done": 7, "failed": 0, "passed": 4}
+    todo, no_todo = report["variants"]["todo"], report["variants"]["no-todo"]
+    assert (todo["tasks"], todo["passed"], todo["plan_used"]) == (3, 2, 1.0)
+    assert (no_todo["tasks"], no_todo["passed"], no_todo["plan_used"]) == (3, 2, 0.0)
+    assert todo["mean_steps"] == 2 and report["variants"]["default"]["tasks"] == 1
+    unchecked = [t for t in report["tasks"] if t["variant"] is None]
+    assert [t["check"] for t in unchecked] == [None]
+    # Without the plugin the model's todo_write call is answered as a tool it does not have.
+    without = next(t for t in report["tasks"] if t["variant"] == "no-todo")
+    result = next(e for e in events(url, without["session"]) if e["type"] == "tool/result")
+    assert result["data"]["is_error"]
+    text = run_cli("batch", "status", batch, "--store", url)
+    header = text.stdout.splitlines()[1].split()
+    assert header == ["todo", "no-todo", "default"]
+    assert "plan used" in text.stdout and "100%" in text.stdout and "0%" in text.stdout
+
+
+def test_a_bad_task_line_queues_nothing(url: str, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"prompt": "fine"}\n{"prompt": "bad", "disable": "todo"}\n')
+    ran = run_cli("batch", str(tasks), "--store", url)
+    assert ran.returncode == 1
+    assert ran.stderr.strip() == (
+        f'harness: error: {tasks} line 2: "disable" must be a list of plugin names'
+    )
+    listed = run_cli("sessions", "--json", "--store", url)
+    assert json.loads(listed.stdout) == []
+
+
+def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_path: Path) -> None:
+    worker = Worker(url, "t", tmp_path)
+    workers.append(worker)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=60) == 0
+    assert "stopping: no new turns" in worker.text()
+
+
+def test_a_worker_refuses_what_it_cannot_do(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """ask approval, a store that is not PostgreSQL, and an identity already running."""
+    ask = run_cli("worker", "--store", url, env={"HARNESS_APPROVAL": "ask"})
+    assert ask.returncode == 1 and "pass --approval auto or --approval deny" in ask.stderr
+    assert len(ask.stderr.strip().splitlines()) == 1
+    files = run_cli("worker", "--store", f"file://{tmp_path}")
+    assert files.returncode == 1 and "workers share a PostgreSQL store" in files.stderr
+    workers.append(Worker(url, "same", tmp_path))
+    twice = run_cli("worker", "--store", url, "--sandbox", "off", "--id", "same")
+    assert twice.returncode == 1 and "worker same is already running (host " in twice.stderr
