@@ -71,7 +71,7 @@ def _summary_json(summary: SessionSummary) -> dict[str, Any]:
         "events": summary.events,
         "title": summary.title,
         "parent_session": summary.parent_session,
-        "path": str(summary.path),
+        "path": None if summary.path is None else str(summary.path),
         "unreadable": summary.problem,
     }
 

@@ -50,7 +50,7 @@ class SessionSummary:
     events: int
     title: str | None
     parent_session: str | None
-    path: Path
+    path: Path | None  # the session's file; None in a store that keeps no files (Postgres)
     problem: str | None = None  # why the file cannot be listed as a session; None when it can
     cwd: str | None = None  # the working directory its tools run in (session/start)
 

@@ -7,28 +7,42 @@ case a server or libpq ever echoes it).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final
 
 from harness_core.log import StoreError, redact_url
 
+from ._libpq import LibpqError, LiteConnection, conninfo, library
+
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["connect", "failure", "translated", "where"]
+__all__ = ["connect", "connect_lite", "failure", "translated", "where"]
 
 # libpq waits for ever by default; a store that cannot be reached should say so.
 CONNECT_TIMEOUT: Final = 10
 
 
-def where(url: str) -> str:
-    """`host:port/database` of `url`, as libpq would resolve them."""
+def _params(url: str) -> dict[str, str] | None:
+    """The parameters libpq reads from `url`, None for a malformed one; through libpq itself
+    when it loads (no psycopg import for a one-line error), else psycopg's reading of it."""
+    lib = library()
+    if lib is not None:
+        return conninfo(lib, url)
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        params = conninfo_to_dict(url)
-    except Exception:  # a malformed URL: the redacted URL itself is the best name for it
+        return {key: str(value) for key, value in conninfo_to_dict(url).items()}
+    except Exception:
+        return None
+
+
+def where(url: str) -> str:
+    """`host:port/database` of `url`, as libpq would resolve them."""
+    params = _params(url)
+    if params is None:  # a malformed URL: the redacted URL itself is the best name for it
         return redact_url(url)
     host = str(params.get("host") or "localhost")
     port = str(params.get("port") or 5432)
@@ -48,20 +62,18 @@ def _reason(url: str, exc: BaseException) -> str:
     text = text.rsplit(" failed: ", 1)[-1]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     reason = lines[0] if lines else type(exc).__name__
-    for prefix in ("FATAL:", "ERROR:"):
+    # psycopg says "connection is bad: " before what libpq alone says.
+    for prefix in ("FATAL:", "ERROR:", "connection is bad:"):
         reason = reason.removeprefix(prefix).strip()
+    # libpq quotes a URL it cannot parse whole, password and all: show it redacted. A URL
+    # it parsed may still have its password echoed: cut the password's text too.
+    reason = reason.replace(url, redact_url(url))
     password = _password(url)
     return reason.replace(password, "[redacted]") if password else reason
 
 
 def _password(url: str) -> str | None:
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        value = conninfo_to_dict(url).get("password")
-    except Exception:
-        return None
-    return str(value) if value else None
+    return (_params(url) or {}).get("password") or None
 
 
 def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[object, ...]]:
@@ -74,13 +86,33 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[ob
         raise failure(url, exc, "cannot connect") from None
 
 
+def connect_lite(url: str) -> LiteConnection | None:
+    """A libpq connection for the one-shot queries, StoreError in one line, or None when
+    libpq does not load (psycopg then serves them)."""
+    lib = library()
+    if lib is None:
+        return None
+    try:
+        return LiteConnection(lib, url, CONNECT_TIMEOUT)
+    except LibpqError as exc:
+        raise failure(url, exc, "cannot connect") from None
+
+
+def _database_error(exc: BaseException) -> bool:
+    if isinstance(exc, LibpqError):
+        return True
+    # Only a process that imported psycopg can hold its errors: never import it to check.
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.Error)
+
+
 @contextmanager
 def translated(url: str, doing: str) -> Iterator[None]:
-    """psycopg errors inside become a one-line StoreError (a dropped connection, a query
-    the server refused): a user sees the reason, not a traceback."""
-    import psycopg
-
+    """Database errors inside (psycopg's or libpq's) become a one-line StoreError (a dropped
+    connection, a query the server refused): a user sees the reason, not a traceback."""
     try:
         yield
-    except psycopg.Error as exc:
+    except Exception as exc:
+        if not _database_error(exc):
+            raise
         raise failure(url, exc, doing) from None

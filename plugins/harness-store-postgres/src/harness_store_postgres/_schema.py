@@ -16,14 +16,18 @@ knows is refused rather than written in a layout it does not understand.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from harness_core.log import StoreError
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["VERSION", "check", "init"]
+__all__ = ["VERSION", "Rows", "check", "init"]
+
+# A query's rows: `rows(sql, params)`, on a psycopg connection or a libpq one (`_libpq`).
+Rows = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
 
 VERSION: Final = 1
 
@@ -75,14 +79,15 @@ def init(conn: psycopg.Connection[tuple[object, ...]], shown: str) -> tuple[int,
     return before, max(before, VERSION)
 
 
-def check(conn: psycopg.Connection[tuple[object, ...]], shown: str) -> None:
-    """StoreError in one line unless the schema is one this plugin reads and writes."""
-    row = conn.execute("SELECT to_regclass('harness_schema') IS NOT NULL").fetchone()
-    found = row is not None and row[0] is True
+def check(rows: Rows, shown: str) -> str:
+    """StoreError in one line unless the schema is one this plugin reads and writes; else
+    the current schema's name. `rows` runs a query, on psycopg or on libpq (`_libpq`)."""
+    found = rows("SELECT current_schema(), to_regclass('harness_schema') IS NOT NULL", ())
+    name, exists = found[0] if found else (None, False)
     version = 0
-    if found:
-        got = conn.execute("SELECT max(version) FROM harness_schema").fetchone()
-        version = int(got[0]) if got and got[0] is not None else 0  # type: ignore[call-overload]
+    if exists:
+        got = rows("SELECT max(version) FROM harness_schema", ())
+        version = got[0][0] if got and isinstance(got[0][0], int) else 0
     if version == 0:
         raise StoreError(
             f"the store {shown} was never initialised: run `harness store init --store URL` "
@@ -94,6 +99,7 @@ def check(conn: psycopg.Connection[tuple[object, ...]], shown: str) -> None:
             f"the store {shown} has schema version {version}, older than this plugin's "
             f"{VERSION}: run `harness store init --store URL` to migrate it"
         )
+    return str(name or "")
 
 
 def _refuse_newer(version: int, shown: str) -> None:

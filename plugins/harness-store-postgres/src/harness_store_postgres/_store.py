@@ -1,10 +1,13 @@
 """The Postgres store: sessions as rows of one database (a `harness_core.log.Store`).
 
 It connects on first use, not when the plugin answers for the URL: `harness --version` and
-`harness store init` never need a working schema. The first use checks the schema (once a
-store) and fails in one line naming `harness store init` on a database that has none. Queries
-share one connection (psycopg serialises them; every query reads its rows whole, a block at a
-time); each writer has a connection of its own, which holds its session's lock (`_log.py`).
+`harness store init` never need a working schema. Each new connection first checks the schema
+and fails in one line naming `harness store init` on a database that has none. The one-shot
+queries (`list`, `latest`) run on one libpq connection of their own (`_libpq.py`), so
+`harness sessions` and `harness todos ID` never import psycopg; the reads of whole sessions
+share one psycopg connection (psycopg serialises them; every query reads its rows whole, a
+block at a time); each writer has a connection of its own, which holds its session's lock
+(`_log.py`).
 """
 
 from __future__ import annotations
@@ -12,26 +15,23 @@ from __future__ import annotations
 import builtins
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness_core.log import (
-    Event,
-    EventSink,
-    EventTypeRegistry,
-    Notify,
-    SessionNotFound,
-    SessionSummary,
-    redact_url,
-)
+from harness_core.log import SessionNotFound, SessionSummary, redact_url
 
-from ._connect import connect, translated
-from ._log import BLOCK, LOCK, PostgresLog, PostgresSessionLocked, event_of, me
+from ._connect import connect, connect_lite, translated
 
+# The writer's side (`_log`: the envelope codec, SessionLog, socket) loads when a session is
+# opened, not for a listing: each method that needs it imports it.
 if TYPE_CHECKING:
     import psycopg
+    from harness_core.log import Event, EventSink, EventTypeRegistry, Notify
+
+    from ._libpq import LiteConnection
+    from ._log import PostgresLog
+    from ._schema import Rows
 
 __all__ = ["PostgresStore"]
 
@@ -43,9 +43,13 @@ CROSS JOIN LATERAL (
 ) AS e
 ORDER BY e.seq DESC LIMIT 1
 """
+# The listing as one JSON text: a thousand rows would be seven thousand values to fetch one
+# by one through ctypes (`_libpq`), and one string is parsed in C. Text, not json, so psycopg
+# hands back the same string libpq does.
 _LIST = (
-    "SELECT id, created, updated, events, title, parent_session, cwd FROM harness_sessions "
-    "ORDER BY updated DESC, id DESC"
+    "SELECT coalesce(json_agg(json_build_array(id, created, updated, events, "
+    "title, parent_session, cwd) ORDER BY updated DESC, id DESC), '[]')::text "
+    "FROM harness_sessions"
 )
 
 
@@ -60,6 +64,8 @@ class PostgresStore:
         self.on_append = on_append
         self.channel = ""  # the NOTIFY channel of this schema, set on first connect
         self._shared: psycopg.Connection[Any] | None = None
+        self._lite: LiteConnection | None = None
+        self._lite_missing = False  # libpq did not load: psycopg serves the queries too
         self._connecting = threading.Lock()
 
     @property
@@ -78,29 +84,52 @@ class PostgresStore:
         with self._connecting:
             conn = self._shared
             if conn is None or conn.closed or conn.broken:
-                from ._schema import check
-
                 conn = connect(self.raw_url)
-                try:
-                    with translated(self.raw_url, "cannot read the schema"):
-                        check(conn, self.url)
-                        row = conn.execute("SELECT current_schema()").fetchone()
-                except BaseException:
-                    conn.close()
-                    raise
-                # Notifications are per database: the channel names the schema, so stores
-                # in two schemas of one database do not hear each other.
-                self.channel = f"harness:{row[0] if row else ''}"[:63]
+                self._checked(conn, rows_of(conn))
                 self._shared = conn
-                # Closed with the store, or at exit: a host never has to remember to.
-                weakref.finalize(self, conn.close)
             return conn
+
+    def _lite_connection(self) -> LiteConnection | None:
+        """The one-shot queries' libpq connection, checked like `shared`; None without libpq."""
+        with self._connecting:
+            conn = self._lite
+            if (conn is None or conn.broken) and not self._lite_missing:
+                conn = connect_lite(self.raw_url)
+                self._lite_missing = conn is None
+                if conn is not None:
+                    self._checked(conn, conn.rows)
+                self._lite = conn
+            return conn
+
+    def _checked(self, conn: psycopg.Connection[Any] | LiteConnection, rows: Rows) -> None:
+        """Check the schema on a new connection (closing it on failure), set the channel."""
+        from ._schema import check
+
+        try:
+            with translated(self.raw_url, "cannot read the schema"):
+                schema = check(rows, self.url)
+        except BaseException:
+            conn.close()
+            raise
+        # Notifications are per database: the channel names the schema, so stores in two
+        # schemas of one database do not hear each other.
+        self.channel = f"harness:{schema}"[:63]
+        # Closed with the store, or at exit: a host never has to remember to.
+        weakref.finalize(self, conn.close)
+
+    def query(self, sql: str, params: Sequence[object]) -> builtins.list[tuple[Any, ...]]:
+        """The rows of a one-shot query: on libpq when it loads, else on psycopg's `shared`."""
+        lite = self._lite_connection()
+        if lite is None:
+            return rows_of(self.shared())(sql, params)
+        return lite.rows(sql, params)
 
     def close(self) -> None:
         with self._connecting:
-            if self._shared is not None:
-                self._shared.close()
-                self._shared = None
+            for conn in (self._shared, self._lite):
+                if conn is not None:
+                    conn.close()
+            self._shared = self._lite = None
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -114,6 +143,8 @@ class PostgresStore:
     ) -> PostgresLog:
         """A new session, its lock held, its session/start committed with its row."""
         from harness_core.log import SessionStart
+
+        from ._log import PostgresLog
 
         start = SessionStart.new(
             system_prompt=system_prompt,
@@ -138,6 +169,8 @@ class PostgresStore:
     def adopt(self, session_id: str, start: Event) -> PostgresLog:
         """The writer of a session that comes from another store (`harness store copy`):
         its row is inserted with the first commit, from `start`, its session/start."""
+        from ._log import PostgresLog
+
         writer = self._new_writer(session_id)
         created = str(start.data.get("created") or start.ts)
         parent, cwd = start.data.get("parent_session"), start.data.get("cwd")
@@ -145,6 +178,8 @@ class PostgresStore:
 
     def _new_writer(self, session_id: str) -> psycopg.Connection[Any]:
         """A connection holding the writer lock of a session that has no row yet."""
+        from ._log import LOCK
+
         self.shared()  # the schema check, and the channel the first commit notifies
         writer = self.connect()
         try:
@@ -156,6 +191,8 @@ class PostgresStore:
         return writer
 
     def open(self, session_id: str, *, writable: bool = True) -> PostgresLog:
+        from ._log import PostgresLog
+
         if not writable:
             log = PostgresLog(self, session_id, None)
             log._ingest(self._lines(session_id, self.shared()), 0)
@@ -173,6 +210,8 @@ class PostgresStore:
 
     def _take(self, session_id: str, writer: psycopg.Connection[Any]) -> PostgresLog:
         """The session's writer on `writer`: its lock taken, the holder recorded, replayed."""
+        from ._log import PostgresLog, me
+
         with translated(self.raw_url, f"cannot open session {session_id}"):
             self._lock(session_id, writer)
             writer.execute(
@@ -195,28 +234,30 @@ class PostgresStore:
     def _lock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
         """Take the session's writer lock on `conn`: SessionNotFound for an unknown id,
         PostgresSessionLocked naming the holder while another connection has it."""
-        self._holder(session_id, conn)
+        from ._log import LOCK, PostgresSessionLocked
+
+        self._holder(session_id, rows_of(conn))
         locked = conn.execute(LOCK, (session_id,)).fetchone()
         if not (locked and locked[0]):
             # The holder's row may be a moment behind its lock: read it again now.
-            raise PostgresSessionLocked(session_id, *self._holder(session_id, conn))
+            raise PostgresSessionLocked(session_id, *self._holder(session_id, rows_of(conn)))
 
-    def _holder(
-        self, session_id: str, conn: psycopg.Connection[Any]
-    ) -> tuple[str | None, int | None]:
-        row = conn.execute(
+    def _holder(self, session_id: str, rows: Rows) -> tuple[str | None, int | None]:
+        found = rows(
             "SELECT writer_host, writer_pid FROM harness_sessions WHERE id = %s", (session_id,)
-        ).fetchone()
-        if row is None:
+        )
+        if not found:
             raise SessionNotFound(f"no session {session_id!r} in {self.url}")
-        host, pid = row
+        host, pid = found[0]
         return (host if isinstance(host, str) else None, pid if isinstance(pid, int) else None)
 
     # -- queries ---------------------------------------------------------------------------
 
     def list(self) -> list[SessionSummary]:
+        import json  # the listing's few values: the stdlib parser, no orjson import
+
         with translated(self.raw_url, "cannot list the sessions"):
-            rows = self.shared().execute(_LIST).fetchall()
+            rows = json.loads(self.query(_LIST, ())[0][0])
         return [
             SessionSummary(
                 id=id,
@@ -225,7 +266,7 @@ class PostgresStore:
                 events=events,
                 title=title,
                 parent_session=parent,
-                path=Path(id),  # a summary names a path; a row has none, its id stands in
+                path=None,  # a row, not a file
                 cwd=cwd,
             )
             for id, created, updated, events, title, parent, cwd in rows
@@ -233,13 +274,14 @@ class PostgresStore:
 
     def latest(self, session_id: str, types: Collection[str]) -> Event | None:
         """One index lookup a type ((session_id, type, seq)), never a scan of the session."""
-        conn = self.shared()
+        from ._log import event_of
+
         with translated(self.raw_url, f"cannot read session {session_id}"):
-            row = conn.execute(_LATEST, (sorted(types), session_id)).fetchone()
-            if row is None:
-                self._holder(session_id, conn)  # SessionNotFound for an unknown id
+            rows = self.query(_LATEST, (sorted(types), session_id))
+            if not rows:
+                self._holder(session_id, self.query)  # SessionNotFound for an unknown id
                 return None
-        return event_of(bytes(row[0]))
+        return event_of(bytes(rows[0][0]))
 
     def read(self, session_id: str) -> Iterator[Event]:
         yield from self.open(session_id, writable=False).events
@@ -248,7 +290,7 @@ class PostgresStore:
         """The envelope lines as they were written: the bytes a file would hold."""
         conn = self.shared()
         with translated(self.raw_url, f"cannot read session {session_id}"):
-            self._holder(session_id, conn)
+            self._holder(session_id, rows_of(conn))
         return self._lines(session_id, conn)
 
     def _lines(self, session_id: str, conn: psycopg.Connection[Any]) -> Iterator[bytes]:
@@ -258,12 +300,14 @@ class PostgresStore:
             yield from block
         if not found:
             with translated(self.raw_url, f"cannot read session {session_id}"):
-                self._holder(session_id, conn)  # SessionNotFound, or a session with no rows
+                self._holder(session_id, rows_of(conn))  # SessionNotFound, or no rows yet
 
     def blocks(
         self, session_id: str, conn: psycopg.Connection[Any] | None, *, after: int = -1
     ) -> Iterator[builtins.list[bytes]]:
         """The session's lines after seq `after`, `BLOCK` rows a query (keyset by seq)."""
+        from ._log import BLOCK
+
         conn = conn or self.shared()
         while True:
             with translated(self.raw_url, f"cannot read session {session_id}"):
@@ -286,3 +330,8 @@ class PostgresStore:
 
         self.shared()  # the schema check and the channel
         return listen(self, notify)
+
+
+def rows_of(conn: psycopg.Connection[Any]) -> Rows:
+    """A psycopg connection's queries as `Rows`, the shape the libpq connection has."""
+    return lambda sql, params: conn.execute(sql, params).fetchall()
