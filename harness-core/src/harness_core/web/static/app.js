@@ -2,7 +2,12 @@
 // Model and tool text is only ever set as text (textContent), never parsed as HTML: Markdown
 // is tokenized by the vendored `marked` and built here node by node.
 
-import { lexer } from "/static/vendor/marked/marked.esm.js";
+// Markdown's library loads beside the page rather than before it: its module is evaluated in a
+// task of its own, so the page's first task stays short. A session is drawn once it is here
+// (`openSession` waits for it); without it, a message shows as the text it is.
+let lexer = null;
+const markedLoaded = import("/static/vendor/marked/marked.esm.js")
+  .then((marked) => { lexer = marked.lexer; }, (error) => console.error("Markdown did not load", error));
 
 const $ = (id) => document.getElementById(id);
 const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
@@ -309,11 +314,25 @@ function showResult(row, data) {
   row.querySelector("[data-testid=tool-output]").textContent = data.text;
 }
 
+// Formatters are made once: building one per message (what toLocaleString does) cost more
+// than drawing the message while a long turn streams in.
+// Each is made on first use: the first one loads the locale's data, which the page's first task
+// need not wait for.
+const CLOCK = formatter({ hour: "2-digit", minute: "2-digit" });
+const MOMENT = formatter({ year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric",
+                           second: "numeric" });
+
+function formatter(options) {
+  let made = null;
+  return { format: (when) => (made ??= new Intl.DateTimeFormat(undefined, options)).format(when) };
+}
+
 function stamp(node, envelope) {
   if (!envelope.ts) return node;
   const when = new Date(envelope.ts);
-  node.dataset.time = when.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
-  node.title = when.toLocaleString();
+  if (isNaN(when)) return node;
+  node.dataset.time = CLOCK.format(when);
+  node.title = MOMENT.format(when);
   return node;
 }
 
@@ -469,21 +488,23 @@ async function mountDock(sessionId, generation) {
 
 // -- sessions --------------------------------------------------------------------------------
 
-const WHEN = { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+const WHEN = formatter({ year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+                         timeZoneName: "short" });
 
 function sessionLink(s) {
   const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
                   s.title || "(no prompt yet)");
   if (s.id === state.id) { link.classList.add("current"); link.setAttribute("aria-current", "page"); }
   const small = el("small");
-  const draw = () => {
-    const when = new Date(s.updated);
-    small.textContent = `${isNaN(when) ? s.updated : when.toLocaleString(undefined, WHEN)} · ${s.events} events`;
-  };
+  const when = new Date(s.updated);
+  const updated = isNaN(when) ? s.updated : WHEN.format(when);
+  let drawing = 0;
+  const draw = () => { drawing = 0; small.textContent = `${updated} · ${s.events} events`; };
   draw();
   link.append(small);
-  // The open session's count follows its events as they arrive.
-  state.summaries.set(s.id, { get events() { return s.events; }, set events(n) { s.events = n; draw(); } });
+  // The open session's count follows its events as they arrive, drawn once a frame.
+  state.summaries.set(s.id, { get events() { return s.events; },
+                              set events(n) { s.events = n; drawing ||= requestAnimationFrame(draw); } });
   return link;
 }
 
@@ -529,7 +550,8 @@ async function openSession(id) {
   markCurrent(id);
   $("delete-session").hidden = false;
   closeDrawer();
-  const [page] = await Promise.all([api(`/api/sessions/${id}/history?limit=200`), mountDock(id, generation)]);
+  const [page] = await Promise.all([api(`/api/sessions/${id}/history?limit=200`), mountDock(id, generation),
+                                    markedLoaded]);
   if (generation !== state.generation) return;
   for (const envelope of page.events) live(envelope);
   for (const row of Object.values(page.rows || {})) applyRow(row);
@@ -612,6 +634,18 @@ async function follow(id, signal) {
   }
 }
 
+// A burst (a long turn's events read at once, or after the tab was busy) is drawn a slice at a
+// time: past SLICE_MS of handling, the reader waits until the page has painted what it drew, so
+// no single task holds the main thread (a hidden tab, which paints nothing, only yields).
+const SLICE_MS = 8;
+
+function painted() {
+  return new Promise((resolve) => {
+    if (document.hidden) setTimeout(resolve, 0);
+    else requestAnimationFrame(() => setTimeout(resolve, 0));
+  });
+}
+
 async function readEvents(body, signal) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "", fields = {};
@@ -620,11 +654,17 @@ async function readEvents(body, signal) {
     if (done || signal.aborted) return;
     const lines = (buffer + value).split(/\r\n|\r|\n/);
     buffer = lines.pop();
+    let slice = performance.now();
     for (const line of lines) {
       if (line === "") {
         const handler = handlers[fields.event || "message"];
         if (handler && fields.data !== undefined && state.stream?.signal === signal) handler(JSON.parse(fields.data));
         fields = {};
+        if (performance.now() - slice > SLICE_MS) {
+          await painted();
+          if (signal.aborted) return;
+          slice = performance.now();
+        }
       } else if (!line.startsWith(":")) {
         const colon = line.indexOf(":");
         const name = colon < 0 ? line : line.slice(0, colon);
