@@ -561,3 +561,43 @@ def test_a_session_is_deleted_only_when_no_turn_runs_on_it(
         assert client.get(f"/api/sessions/{session}/history").status_code == 404
         assert session not in [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
     assert session_ids(harness_home) == []
+
+
+def test_a_session_is_renamed_with_a_title_of_its_own(served: Served) -> None:
+    """PATCH /api/sessions/ID {"title"} names the session in the list (also while a turn
+    runs: the title is not an event, the log is unchanged); a bad title is a 422 in one
+    line, an unknown id 404; the token and the page's own Origin are needed as for a POST."""
+    with served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        client.post(f"/api/sessions/{session}/turns", json={"prompt": "plan the work"})
+        served.wait_idle(session)
+        events = (served.home / "sessions" / f"{session}.jsonl").read_bytes()
+        renamed = client.patch(f"/api/sessions/{session}", json={"title": "  Release notes "})
+        assert renamed.status_code == 200
+        assert renamed.json() == {"id": session, "title": "Release notes"}
+        listed = client.get("/api/sessions").json()["sessions"]
+        assert [(s["id"], s["title"]) for s in listed] == [(session, "Release notes")]
+        assert (served.home / "sessions" / f"{session}.jsonl").read_bytes() == events
+        for body, reason in (
+            ({"title": ""}, "must not be empty"),
+            ({"title": " \t "}, "must not be empty"),
+            ({"title": "x" * 201}, "at most 200 characters"),
+            ({"title": "two\nlines"}, "control characters (U+000A)"),
+            ({"title": "bell\x07"}, "control characters (U+0007)"),
+            ({"title": 3}, '{"title": str}'),
+            ({}, '{"title": str}'),
+        ):
+            refused = client.patch(f"/api/sessions/{session}", json=body)
+            assert refused.status_code == 422 and reason in refused.json()["error"], body
+            assert "\n" not in refused.json()["error"]
+        unknown = client.patch("/api/sessions/20200101-000000-abcdef", json={"title": "x"})
+        assert unknown.status_code == 404
+        assert client.patch("/api/sessions/..%2Fx", json={"title": "x"}).status_code == 404
+        foreign = {"Origin": "http://evil.example"}
+        cross = client.patch(f"/api/sessions/{session}", json={"title": "x"}, headers=foreign)
+        assert cross.status_code == 403
+    with served.client(token=False) as client:
+        assert client.patch(f"/api/sessions/{session}", json={"title": "x"}).status_code == 401
+    with served.client() as client:
+        listed = client.get("/api/sessions").json()["sessions"]
+        assert [s["title"] for s in listed] == ["Release notes"]

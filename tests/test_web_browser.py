@@ -937,3 +937,64 @@ def test_the_open_session_can_be_deleted_after_a_confirmation(
         assert asked and "Delete this session" in asked[0]
         listed = [s["id"] for s in client.get("/api/sessions").json()["sessions"]]
     assert listed == [keep]
+
+
+def test_a_session_is_renamed_in_the_list_with_the_keyboard_and_found_by_search(
+    browser: object, harness_home: Path, tmp_path: Path
+) -> None:
+    """The list's ✎ opens a box on the title: Esc leaves it as it was, Enter saves it (the top
+    bar follows), an empty title stays in the box with the server's one line; the search box
+    finds the session by its new title; another tab shows it once it is looked at again."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "one.json", [{"text": "Done."}])
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        browsing(browser, DESK) as page,
+        browsing(browser, DESK) as other,
+    ):
+        first = client.post("/api/sessions", json={}).json()["id"]
+        second = client.post("/api/sessions", json={}).json()["id"]
+        client.post(f"/api/sessions/{second}/turns", json={"prompt": "a first prompt"})
+        served.wait_idle(second)
+        open_session(other, served, first)
+        open_session(page, served, second)
+        entry = page.locator(f".session-entry[data-id='{second}']")  # type: ignore[attr-defined]
+        link = entry.locator("[data-testid=session-link]")
+        expect(link).to_contain_text("a first prompt")
+        rename = entry.get_by_role("button", name="Rename session: a first prompt")
+        rename.focus()
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        box = entry.locator("[data-testid=rename-input]")
+        expect(box).to_be_focused()
+        expect(box).to_have_value("a first prompt")
+        page.keyboard.type("dropped")  # type: ignore[attr-defined]
+        page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        expect(box).to_have_count(0)
+        expect(link).to_contain_text("a first prompt")
+        expect(rename).to_be_focused()
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        page.keyboard.press("Control+A")  # type: ignore[attr-defined]
+        page.keyboard.press("Delete")  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=error]")).to_contain_text("must not be empty")  # type: ignore[attr-defined]
+        expect(box).to_be_focused()
+        page.keyboard.type("Quarterly report")  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        expect(box).to_have_count(0)
+        expect(link).to_contain_text("Quarterly report")
+        expect(page.locator("#session-title")).to_have_text("Quarterly report")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=error]")).to_be_hidden()  # type: ignore[attr-defined]
+        expect(entry.locator("[data-testid=rename]")).to_be_focused()
+        assert page.title() == "Quarterly report · harness"  # type: ignore[attr-defined]
+        page.fill("#search", "quarterly")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=session-link]:visible")).to_have_count(1)  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=session-link]:visible")).to_have_attribute(
+            "data-id", second
+        )  # type: ignore[attr-defined]
+        # The other tab lists the sessions again when it is looked at.
+        other.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # type: ignore[attr-defined]
+        renamed = other.locator(f"[data-testid=session-link][data-id='{second}']")  # type: ignore[attr-defined]
+        expect(renamed).to_contain_text("Quarterly report")
+        listed = {s["id"]: s["title"] for s in client.get("/api/sessions").json()["sessions"]}
+    assert listed == {first: None, second: "Quarterly report"}

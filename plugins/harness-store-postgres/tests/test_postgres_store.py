@@ -167,3 +167,28 @@ def test_a_connection_failure_is_one_line_without_the_password(postgres_server: 
     assert "\n" not in message and "wrong-s3cret-pw" not in message
     assert f"{info['host']}:{info.get('port', 5432)}/{info['dbname']}: cannot connect:" in message
     assert "[redacted]" in store.url and "wrong-s3cret-pw" not in store.url
+
+
+def test_store_init_migrates_a_version_1_schema_keeping_its_sessions(postgres_url: str) -> None:
+    """Schema 2 adds the title `rename` gives: a store made by the first version is refused
+    until `init` migrates it, and its sessions are listed and renamed after."""
+    from harness_store_postgres._schema import _MIGRATIONS
+
+    with connect(postgres_url) as conn:
+        conn.execute("CREATE TABLE harness_schema (version integer NOT NULL)")
+        for statement in _MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO harness_schema (version) VALUES (1)")
+        conn.execute(
+            "INSERT INTO harness_sessions (id, created, updated, events, title) "
+            "VALUES ('20200101-000000-abcdef', 'c', 'u', 0, 'first prompt')"
+        )
+    store = PostgresStore(postgres_url, conformance_registry())
+    with pytest.raises(StoreError, match=r"schema version 1, older .* `harness store init"):
+        store.list()
+    with connect(postgres_url) as conn:
+        assert init(conn, "db") == (1, VERSION)
+    store = PostgresStore(postgres_url, conformance_registry())
+    assert [s.title for s in store.list()] == ["first prompt"]
+    store.rename("20200101-000000-abcdef", "named")
+    assert [s.title for s in store.list()] == ["named"]

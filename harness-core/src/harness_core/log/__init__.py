@@ -46,7 +46,16 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     )
     from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
     from ._store import SessionNotFound, SessionStore, default_home
-    from ._stores import Notify, Store, StoreError, file_store_directory, redact_url, scheme_of
+    from ._stores import (
+        TITLE_MAX,
+        Notify,
+        Store,
+        StoreError,
+        check_title,
+        file_store_directory,
+        redact_url,
+        scheme_of,
+    )
     from ._tail import find_latest, last_event
     from ._types import (
         CORE_EVENT_TYPES,
@@ -90,6 +99,8 @@ _EXPORTS: Final = {
     "SessionStart": "_events",
     "SessionStore": "_store",
     "Notify": "_stores",
+    "TITLE_MAX": "_stores",
+    "check_title": "_stores",
     "Store": "_stores",
     "StoreError": "_stores",
     "redact_url": "_stores",
@@ -116,6 +127,7 @@ __all__ = [
     "CORE_EVENT_TYPES",
     "INTERRUPTED_TEXT",
     "SUMMARY_HEADER",
+    "TITLE_MAX",
     "ApprovalBy",
     "ApprovalDecision",
     "ApprovalScope",
@@ -155,6 +167,7 @@ __all__ = [
     "TurnStatus",
     "Usage",
     "UserMessage",
+    "check_title",
     "default_home",
     "derive_messages",
     "dev_mode",

@@ -1,14 +1,24 @@
 """The file store: sessions under `$HARNESS_HOME/sessions/`, one JSON Lines file each
-(`_file.py`); create, open, list (`_listing.py`), the tail query (`_tail.py`)."""
+(`_file.py`); create, open, list (`_listing.py`), the tail query (`_tail.py`).
+
+A title given with `rename` is kept beside the log, in `<id>.title` (the title as UTF-8, written
+aside and renamed into place), never in it: the log stays the events alone, and a listing
+shows the title instead of the first prompt.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ._listing import SessionSummary, list_sessions
+from ._open import NotASession, open_regular
+from ._stores import TITLE_MAX, check_title
 
 if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
     from collections.abc import Collection, Iterator
@@ -122,7 +132,6 @@ class SessionStore:
         """Unlink the file under its writer lock, so no writer is cut off mid-turn."""
         from ._index import forget_index
         from ._lock import lock_exclusive
-        from ._open import open_regular
 
         path = self.path(session_id)
         fd = open_regular(path, os.O_RDWR)
@@ -130,8 +139,52 @@ class SessionStore:
             lock_exclusive(fd, path)  # SessionLocked, naming the writer, while one holds it
             os.unlink(path)
             forget_index(path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.directory / f"{session_id}.title")
         finally:
             os.close(fd)
+
+    def rename(self, session_id: str, title: str) -> None:
+        """Write `<id>.title` aside and rename it into place: a reader sees the old title or
+        the new one, never half of one. No lock: the log is not touched."""
+        title = check_title(title)
+        self.path(session_id)  # SessionNotFound for an unknown id
+        aside = self.directory / f".{session_id}.{secrets.token_hex(4)}.title"
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(title.encode())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(aside, self.directory / f"{session_id}.title")
+        finally:
+            aside.unlink(missing_ok=True)
+
+    def _titles(self) -> dict[str, str]:
+        """The titles `rename` gave, by session id; an unreadable one is left out (the
+        listing then shows the first prompt)."""
+        titles = {}
+        try:
+            with os.scandir(self.directory) as scan:
+                names = [e.name for e in scan if e.name.endswith(".title") and e.name[0] != "."]
+        except OSError:
+            return {}
+        for name in names:
+            try:
+                fd = open_regular(self.directory / name)
+            except (OSError, NotASession):
+                continue
+            try:
+                data = os.read(fd, 4 * TITLE_MAX + 1)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            try:
+                titles[name.removesuffix(".title")] = check_title(data.decode())
+            except (UnicodeDecodeError, ValueError):
+                continue  # not a title rename wrote
+        return titles
 
     def subscribe(self, notify: Notify) -> None:
         """Files tell nobody of an append: a reader that follows a session polls it."""
@@ -140,5 +193,13 @@ class SessionStore:
     def list(self) -> list[SessionSummary]:
         """Every session file, most recently active first; unreadable ones last, with a problem."""
         summaries = list_sessions(self.directory)
+        titles = self._titles()
+        if titles:
+            summaries = [
+                dataclasses.replace(s, title=titles[s.id])
+                if s.id in titles and s.problem is None
+                else s
+                for s in summaries
+            ]
         summaries.sort(key=lambda s: (s.updated, s.id), reverse=True)
         return summaries

@@ -16,6 +16,7 @@ scheme (`postgresql://...`). `--store` wins over `HARNESS_STORE`, which wins ove
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
@@ -26,10 +27,22 @@ if TYPE_CHECKING:
     from ._session import EventSink, SessionLog
     from ._types import EventTypeRegistry
 
-__all__ = ["Notify", "Store", "StoreError", "file_store_directory", "redact_url", "scheme_of"]
+__all__ = [
+    "TITLE_MAX",
+    "Notify",
+    "Store",
+    "StoreError",
+    "check_title",
+    "file_store_directory",
+    "redact_url",
+    "scheme_of",
+]
 
 # (session id, the newest committed seq): what a store tells its subscribers.
 Notify = Callable[[str, int], None]
+
+# A session's own title (`Store.rename`) is a line for a list, not a place to keep text.
+TITLE_MAX: Final = 200
 
 _PASSWORD: Final = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:)([^@/?#]*)(@)", re.IGNORECASE)
 
@@ -88,11 +101,32 @@ class Store(Protocol):
         sessions of its subagents stay (they are sessions of their own)."""
         ...
 
+    def rename(self, session_id: str, title: str) -> None:
+        """Give the session a title of its own, which listings show instead of its first
+        prompt. The title is the store's record about the session, not an event: the log is
+        unchanged, and a writer may hold the session meanwhile. ValueError for what
+        `check_title` refuses, SessionNotFound for an id the store does not hold."""
+        ...
+
     def subscribe(self, notify: Notify) -> Callable[[], None] | None:
         """Call `notify(session_id, seq)` (from any thread) once events up to `seq` are
         committed to a session, by any process; returns how to stop. None: this store cannot
         notify, and a reader that follows a session polls it (the file store)."""
         ...
+
+
+def check_title(title: str) -> str:
+    """`title` without surrounding white space, or ValueError in one line: empty, longer than
+    TITLE_MAX characters, or holding a control character or a line separator."""
+    title = title.strip()
+    if not title:
+        raise ValueError("a title must not be empty")
+    if len(title) > TITLE_MAX:
+        raise ValueError(f"a title is at most {TITLE_MAX} characters, not {len(title)}")
+    for char in title:
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            raise ValueError(f"a title must not hold control characters (U+{ord(char):04X})")
+    return title
 
 
 def scheme_of(url: str) -> str:

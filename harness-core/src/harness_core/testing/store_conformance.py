@@ -22,6 +22,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from ..log import (
+    TITLE_MAX,
     Event,
     EventType,
     EventTypeRegistry,
@@ -172,6 +173,34 @@ class StoreConformance:
         with pytest.raises(SessionNotFound):
             store.delete(session_id)
         assert [s.id for s in store.list()] == [kept_id]
+
+    def test_a_title_given_by_rename_is_listed_instead_of_the_first_prompt(
+        self, store: Store
+    ) -> None:
+        """A renamed session is listed by its new title, also while its writer holds it and
+        after more turns; the log is unchanged; a bad title or an unknown id is refused."""
+        with store.create() as log:
+            session_id = log.session_id
+        with store.create() as other:
+            other_id = other.session_id
+        _turn(store, session_id, "first prompt")
+        _turn(store, other_id, "other prompt")
+        before = list(store.lines(session_id))
+        with store.open(session_id):
+            store.rename(session_id, "  A name of its own  ")
+        _turn(store, session_id, "second prompt")
+        listed = {summary.id: summary.title for summary in store.list()}
+        assert listed == {session_id: "A name of its own", other_id: "other prompt"}
+        assert list(store.lines(session_id))[: len(before)] == before
+        store.rename(session_id, "Renamed again ✓")
+        assert {s.id: s.title for s in store.list()}[session_id] == "Renamed again ✓"
+        for bad in ("", "   ", "x" * (TITLE_MAX + 1), "two\nlines", "tab\there", "bell\x07"):
+            with pytest.raises(ValueError, match=r"empty|at most|control"):
+                store.rename(session_id, bad)
+        with pytest.raises(SessionNotFound):
+            store.rename("20200101-000000-abcdef", "no such session")
+        store.delete(session_id)
+        assert [s.title for s in store.list()] == ["other prompt"]
 
     def test_a_crashed_turn_is_closed_on_the_next_open(self, store: Store) -> None:
         """A turn left open (its writer died) is ended as an error, its open call answered

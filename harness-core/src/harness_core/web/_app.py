@@ -60,7 +60,7 @@ def create_app(
             if allowed is not None and host not in allowed:
                 return _error(403, "this server answers only to its own address")
             origin = request.headers.get("origin")
-            writes = request.method in ("POST", "DELETE")
+            writes = request.method in ("POST", "PATCH", "DELETE")
             if writes and origin is not None and origin != f"http://{host}":
                 return _error(403, f"cross-site request from {origin} refused")
             if api and not _authorized(request, token):
@@ -129,6 +129,13 @@ def create_app(
         return JSONResponse(result, status_code=202)
 
     async def session(request: Request) -> Response:
+        if request.method == "PATCH":
+            body = await _body(request)
+            title = body.get("title")
+            if not isinstance(title, str):
+                raise _Unprocessable('the body must be {"title": str}')
+            # ValueError (empty, too long, control characters) is a 422 with its one line
+            return JSONResponse(await hub.rename(request.path_params["id"], title))
         try:
             await hub.delete(request.path_params["id"])
         except Busy as exc:
@@ -192,7 +199,7 @@ def create_app(
             Route("/api/dock", api(dock_list)),
             Route("/api/config", api(config)),
             Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
-            Route("/api/sessions/{id}", api(session), methods=["DELETE"]),
+            Route("/api/sessions/{id}", api(session), methods=["PATCH", "DELETE"]),
             Route("/api/sessions/{id}/history", api(history)),
             Route("/api/sessions/{id}/events", api(events)),
             Route("/api/sessions/{id}/turns", api(turns), methods=["POST"]),

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from ..hosts import SessionSnapshot, ToolRow, approval_note
 from ..hosts._present import call_label, result_suffix
-from ..log import Event, SessionLog, SessionSummary
+from ..log import Event, SessionLog, SessionSummary, check_title
 from ..loop import Answer, Approval, ApprovalRequest, Asker
 from ..models import Model
 from ..runtime import Runtime, SessionRuntime
@@ -410,6 +410,13 @@ class Hub:
                 live.follower.cancel()
             await live.session.aclose()
         await asyncio.to_thread(self.runtime.store.delete, session_id)
+
+    async def rename(self, session_id: str, title: str) -> dict[str, str]:
+        """Give the session a title of its own (Store.rename; the log is not touched, so a
+        turn may run meanwhile): `{"id", "title"}`, the title as the listing now shows it."""
+        title = check_title(title)  # ValueError before the store is asked
+        await asyncio.to_thread(self.runtime.store.rename, session_id, title)
+        return {"id": session_id, "title": title}
 
     async def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
         """Drop a queued prompt (see SessionRuntime.unqueue); the page hears it at once."""

@@ -6,7 +6,9 @@ stores. `harness_schema` records the version; a database at a newer version than
 knows is refused rather than written in a layout it does not understand.
 
     harness_sessions  one row a session: its summary (kept current by each commit, so a
-                      listing reads one row a session) and the host and pid of its last writer
+                      listing reads one row a session), the host and pid of its last writer,
+                      and `name`, the title `Store.rename` gave it (version 2), which the
+                      listing shows instead of `title`, the first prompt
     harness_events    one row an event: the envelope line as written (so `harness events`
                       prints the very bytes a file would hold) and its seq, type, turn and ts
                       as columns. The primary key (session_id, seq) makes a duplicate seq
@@ -29,7 +31,7 @@ __all__ = ["VERSION", "Rows", "check", "init"]
 # A query's rows: `rows(sql, params)`, on a psycopg connection or a libpq one (`_libpq`).
 Rows = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
 
-VERSION: Final = 1
+VERSION: Final = 2
 
 # Each step takes the schema from the version before it to its own; init runs those not done.
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -57,6 +59,7 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
         "CREATE INDEX harness_events_type ON harness_events (session_id, type, seq)",
         "CREATE INDEX harness_sessions_updated ON harness_sessions (updated DESC, id DESC)",
     ),
+    2: ("ALTER TABLE harness_sessions ADD COLUMN name text",),
 }
 
 # Two `store init` at once: the second waits for the first instead of failing halfway.

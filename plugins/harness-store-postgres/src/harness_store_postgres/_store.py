@@ -48,7 +48,7 @@ ORDER BY e.seq DESC LIMIT 1
 # hands back the same string libpq does.
 _LIST = (
     "SELECT coalesce(json_agg(json_build_array(id, created, updated, events, "
-    "title, parent_session, cwd) ORDER BY updated DESC, id DESC), '[]')::text "
+    "coalesce(name, title), parent_session, cwd) ORDER BY updated DESC, id DESC), '[]')::text "
     "FROM harness_sessions"
 )
 
@@ -230,6 +230,19 @@ class PostgresStore:
             self._lock(session_id, conn)
             with conn.transaction():
                 conn.execute("DELETE FROM harness_sessions WHERE id = %s", (session_id,))
+
+    def rename(self, session_id: str, title: str) -> None:
+        """Set the session's `name`, which the listing shows over its first prompt: one
+        statement, no lock (the events are not touched)."""
+        from harness_core.log import check_title
+
+        title = check_title(title)
+        with translated(self.raw_url, f"cannot rename {session_id}"):
+            renamed = self.shared().execute(
+                "UPDATE harness_sessions SET name = %s WHERE id = %s", (title, session_id)
+            )
+        if renamed.rowcount == 0:
+            raise SessionNotFound(f"no session {session_id!r} in {self.url}")
 
     def _lock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
         """Take the session's writer lock on `conn`: SessionNotFound for an unknown id,

@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
                 questions: new Map(), streaming: "", snapshotListeners: [], unmounts: [], dock: null,
                 config: { model: null, demo: null }, follow: true, running: false, title: "",
-                sending: false, summaries: new Map() };
+                sending: false, summaries: new Map(), renaming: null, relist: false };
 
 // The token comes from the printed URL once and then lives in this tab's sessionStorage, which
 // is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
@@ -508,10 +508,70 @@ function sessionLink(s) {
   return link;
 }
 
+// An entry of the list: the link, and a button that renames the session in place.
+function sessionEntry(s) {
+  const entry = el("div", { class: "session-entry", "data-id": s.id });
+  const link = sessionLink(s);
+  const rename = el("button", { type: "button", class: "rename", "data-testid": "rename",
+                                "aria-label": `Rename session: ${s.title || s.id}` });
+  rename.onclick = (event) => { event.stopPropagation(); startRename(entry, s); };
+  entry.append(link, rename);
+  return entry;
+}
+
+// The title is edited in a box where the link was: Enter saves it (the box stays, with the
+// server's one line, when it is refused), Esc or leaving the box cancels.
+function startRename(entry, s) {
+  const [link, button] = [entry.querySelector("[data-testid=session-link]"), entry.querySelector(".rename")];
+  const input = el("input", { type: "text", class: "rename-input", "data-testid": "rename-input",
+                              maxlength: "200", "aria-label": "New title of the session" });
+  input.value = s.title || "";
+  let saving = false;
+  // The list may have been drawn again meanwhile: the button is looked up by the session's id.
+  const refocus = () => $("sessions").querySelector(`.session-entry[data-id="${CSS.escape(s.id)}"] .rename`)?.focus();
+  const finish = async (focus) => {
+    if (state.renaming !== input) return;
+    state.renaming = null;
+    link.hidden = button.hidden = false;
+    if (focus) button.focus();  // before the box goes, so its blur finds it finished
+    input.remove();
+    if (state.relist) { state.relist = false; await listSessions().catch(showError); }
+  };
+  input.onkeydown = async (event) => {
+    if (event.isComposing || event.keyCode === 229) return;
+    if (event.key === "Escape") { event.preventDefault(); event.stopPropagation(); finish(true).then(refocus); }
+    if (event.key !== "Enter" || saving) return;
+    event.preventDefault();
+    saving = true;
+    try {
+      await api(`/api/sessions/${s.id}`, { method: "PATCH", body: JSON.stringify({ title: input.value }) });
+    } catch (error) {
+      saving = false;
+      input.setAttribute("aria-invalid", "true");
+      showError(error);
+      input.focus();
+      return;
+    }
+    clearError();
+    state.relist = true;  // the new title, here and in the top bar
+    await finish(true);
+    refocus();
+  };
+  input.onblur = () => { if (!saving) finish(false); };
+  input.onclick = (event) => event.stopPropagation();  // not a choice of session (the drawer stays)
+  link.hidden = button.hidden = true;
+  entry.prepend(input);
+  state.renaming = input;
+  input.focus();
+  input.select();
+}
+
 async function listSessions() {
+  if (state.renaming) { state.relist = true; return; }  // a title being typed is not swept away
   const { sessions } = await api("/api/sessions");
+  if (state.renaming) { state.relist = true; return; }
   state.summaries = new Map();
-  $("sessions").replaceChildren(...sessions.map(sessionLink));
+  $("sessions").replaceChildren(...sessions.map(sessionEntry));
   const current = sessions.find((s) => s.id === state.id);
   if (current) { state.title = current.title || ""; $("session-title").textContent = state.title; retitle(); }
   filterSessions();
@@ -519,13 +579,13 @@ async function listSessions() {
 
 function filterSessions() {
   const needle = $("search").value.trim().toLowerCase();
-  for (const link of $("sessions").children) {
-    link.hidden = Boolean(needle) && !link.textContent.toLowerCase().includes(needle) && !link.dataset.id.includes(needle);
+  for (const entry of $("sessions").children) {
+    entry.hidden = Boolean(needle) && !entry.textContent.toLowerCase().includes(needle) && !entry.dataset.id.includes(needle);
   }
 }
 
 function markCurrent(id) {
-  for (const link of $("sessions").children) {
+  for (const link of $("sessions").querySelectorAll("[data-testid=session-link]")) {
     const current = link.dataset.id === id;
     link.classList.toggle("current", current);
     if (current) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
@@ -780,6 +840,8 @@ async function start() {
   older.observe($("older"));
   window.addEventListener("hashchange", route);
   $("delete-session").onclick = () => deleteSession();
+  // A tab coming back into view lists the sessions again: titles given in another tab show.
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) listSessions().catch(() => {}); });
   // A phone has no Esc or Shift+Enter, and the keyboard hints would not fit its box.
   const narrow = matchMedia("(max-width: 720px)");
   const hint = $("prompt").placeholder;
