@@ -230,3 +230,19 @@ def test_a_holder_that_cannot_be_looked_up_is_another_process(
         failure = _open_without_blocking(log.path, log_store)
     assert isinstance(failure, SessionLocked) and failure.holder is None
     assert "already open for writing by another process;" in str(failure)
+
+
+def test_the_refusal_names_the_session_its_holder_and_a_host_when_there_is_one() -> None:
+    """A store shared by several machines names the holder's host too; a file names none."""
+    on_file = SessionLocked(Path("/s/20260101-000000-abcdef.jsonl"), 4242)
+    assert (on_file.session_id, on_file.path, on_file.host) == (
+        "20260101-000000-abcdef",
+        Path("/s/20260101-000000-abcdef.jsonl"),
+        None,
+    )
+    assert "session 20260101-000000-abcdef is already open for writing by process 4242;" in str(
+        on_file
+    )
+    shared = SessionLocked("20260101-000000-abcdef", 4242, "worker-7")
+    assert shared.path is None and "by process 4242 on worker-7;" in str(shared)
+    assert "by another process;" in str(SessionLocked("x", None))

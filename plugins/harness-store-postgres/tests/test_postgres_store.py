@@ -56,6 +56,7 @@ def test_a_second_writer_process_is_refused_naming_host_and_pid_until_the_first_
         message = str(refused.value)
         assert f"process {process.pid} on {socket.gethostname()}" in message
         assert refused.value.holder == process.pid
+        assert (refused.value.host, refused.value.path) == (socket.gethostname(), None)
         assert [e.data.get("text") for e in store.read(session_id)][2] == "committed"
         os.kill(process.pid, signal.SIGKILL)
         process.wait()

@@ -15,16 +15,25 @@ __all__ = ["SessionLocked", "lock_exclusive"]
 
 
 class SessionLocked(RuntimeError):
-    """Another writer holds the session."""
+    """Another writer holds the session: the message names it by pid and, for a store that
+    writers on several machines share, by host.
 
-    def __init__(self, path: Path, holder: int | None) -> None:
-        who = f"process {holder}" if holder is not None else "another process"
+    `session` is the session's file (the file store) or its id (a store that keeps none);
+    `path` is that file, or None.
+    """
+
+    def __init__(self, session: Path | str, holder: int | None, host: str | None = None) -> None:
+        self.path = session if isinstance(session, Path) else None
+        self.session_id = session.stem if isinstance(session, Path) else session
+        self.holder = holder
+        self.host = host
+        who = "another process" if holder is None else f"process {holder}"
+        if host is not None:
+            who += f" on {host}"
         super().__init__(
-            f"session {path.stem} is already open for writing by {who}; "
+            f"session {self.session_id} is already open for writing by {who}; "
             "wait for it to finish or stop it (readers such as `harness show` need no lock)"
         )
-        self.path = path
-        self.holder = holder
 
 
 def lock_exclusive(fd: int, path: Path) -> None:

@@ -299,6 +299,27 @@ class SessionLog:
                 listener(Event(seq, type, ts, orjson.loads(line)["data"], turn))
         return event
 
+    def append_line(self, line: bytes) -> Event:
+        """Write one envelope line as another store holds it, its bytes kept (`harness store
+        copy`: file -> Postgres -> file gives the same file). It must be a well-formed
+        envelope carrying the next seq. It is durable after the next `commit`.
+
+        Unlike `append`, the dev-mode rules and the observers are left out: the event is not
+        new, only moved, and the source store accepted it when it was.
+        """
+        if not self._writable:
+            raise ReadOnlyLog(f"session {self.session_id} was opened read-only")
+        line = line.removesuffix(b"\n")
+        events, problems = parse_lines([line], self.next_seq)
+        if problems or len(events) != 1:
+            why = problems[0].removeprefix("line 1: ") if problems else "not an envelope"
+            raise EnvelopeError(f"session {self.session_id}, seq {self.next_seq}: {why}")
+        (event,) = events
+        self._write(line + b"\n", event.seq, event.type)
+        self._fold(event)
+        self.projection.apply(event)
+        return event
+
     def _payload_json(self, type: str, payload: BaseModel | dict[str, Any]) -> dict[str, Any]:
         declared = self.registry.get(type)
         if declared is None:

@@ -23,9 +23,11 @@ from pydantic import BaseModel, ConfigDict
 
 from ..log import (
     TITLE_MAX,
+    EnvelopeError,
     Event,
     EventType,
     EventTypeRegistry,
+    ReadOnlyLog,
     SessionLocked,
     SessionNotFound,
     Store,
@@ -89,9 +91,29 @@ class StoreConformance:
         with store.create() as log:
             with pytest.raises(SessionLocked) as refused:
                 store.open(log.session_id)
-            assert refused.value.holder
+            assert refused.value.holder and refused.value.session_id == log.session_id
+            assert f"session {log.session_id} is already open" in str(refused.value)
             assert store.open(log.session_id, writable=False).events
         store.open(log.session_id).close()  # free again once the first let go
+
+    def test_lines_appended_as_they_are_keep_their_bytes(self, store: Store) -> None:
+        """`append_line` (how `harness store copy` writes) stores a line's very bytes, and
+        refuses one out of sequence without writing anything."""
+        with store.create() as source:
+            source_id = source.session_id
+        _turn(store, source_id, "copied")
+        lines = list(store.lines(source_id))[1:]  # after the session/start
+        with store.create() as copy:
+            for line in lines:
+                copy.append_line(line)
+            copy.commit()
+            with pytest.raises(EnvelopeError, match="seq"):
+                copy.append_line(lines[0])  # its seq is taken
+            assert copy.next_turn == 2
+            copy_id = copy.session_id
+        assert list(store.lines(copy_id))[1:] == lines
+        with pytest.raises(ReadOnlyLog):
+            store.open(copy_id, writable=False).append_line(lines[0])
 
     def test_an_unknown_id_is_not_found(self, store: Store) -> None:
         with pytest.raises(SessionNotFound):

@@ -81,12 +81,9 @@ def apply(destination: Store, step: Plan) -> None:
 
 
 def append_lines(log: SessionLog, lines: Sequence[bytes]) -> None:
-    """Write envelope lines as they are (their seq, ts and bytes kept) through the writer,
-    then commit: what `append` does, less building the envelope."""
+    """Write envelope lines as they are (their seq, ts and bytes kept), then commit."""
     for line in lines:
-        event = event_of(line)
-        log._write(line + b"\n", event.seq, event.type)
-        log._fold(event)
+        log.append_line(line)
     log.commit()
 
 

@@ -13,18 +13,17 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from harness_core.log import Event, LogWriteError, SessionLocked, SessionLog, StoreError
+from harness_core.log import Event, LogWriteError, SessionLog, StoreError
 
 if TYPE_CHECKING:
     import psycopg
 
     from ._store import PostgresStore
 
-__all__ = ["BLOCK", "PostgresLog", "PostgresSessionLocked", "Row", "event_of"]
+__all__ = ["BLOCK", "PostgresLog", "Row", "event_of"]
 
 BLOCK: Final = 5000  # rows read a query at a time: memory stays at one block
 
@@ -44,21 +43,6 @@ UPDATE_SESSION: Final = (
     "WHERE id = %s"
 )
 LOCK: Final = "SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '/' || %s, 0))"
-
-
-class PostgresSessionLocked(SessionLocked):
-    """Another writer holds the session: the message names its host and pid."""
-
-    def __init__(self, session_id: str, host: str | None, pid: int | None) -> None:
-        who = f"process {pid} on {host}" if pid is not None else "another process"
-        RuntimeError.__init__(
-            self,
-            f"session {session_id} is already open for writing by {who}; "
-            "wait for it to finish or stop it (readers such as `harness show` need no lock)",
-        )
-        self.path = Path(session_id)
-        self.holder = pid
-        self.host = host
 
 
 def event_of(line: bytes) -> Event:

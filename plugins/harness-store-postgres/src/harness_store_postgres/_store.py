@@ -246,14 +246,17 @@ class PostgresStore:
 
     def _lock(self, session_id: str, conn: psycopg.Connection[Any]) -> None:
         """Take the session's writer lock on `conn`: SessionNotFound for an unknown id,
-        PostgresSessionLocked naming the holder while another connection has it."""
-        from ._log import LOCK, PostgresSessionLocked
+        SessionLocked naming the holder (host and pid) while another connection has it."""
+        from harness_core.log import SessionLocked
+
+        from ._log import LOCK
 
         self._holder(session_id, rows_of(conn))
         locked = conn.execute(LOCK, (session_id,)).fetchone()
         if not (locked and locked[0]):
             # The holder's row may be a moment behind its lock: read it again now.
-            raise PostgresSessionLocked(session_id, *self._holder(session_id, rows_of(conn)))
+            host, pid = self._holder(session_id, rows_of(conn))
+            raise SessionLocked(session_id, pid, host)
 
     def _holder(self, session_id: str, rows: Rows) -> tuple[str | None, int | None]:
         found = rows(
