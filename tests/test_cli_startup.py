@@ -93,6 +93,16 @@ def test_query_commands_import_no_validation_tools_or_models(
     assert [name for name in NOT_FOR_QUERIES if name in loaded] == []
 
 
+def test_sessions_loads_neither_the_envelope_codec_nor_openssl(
+    planned_session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing reads summaries, no envelopes: orjson (which loads uuid and platform) and
+    hashlib (OpenSSL) would cost it milliseconds it has no use for."""
+    monkeypatch.setenv("HARNESS_HOME", str(planned_session[0]))
+    loaded = imported_after("sessions")
+    assert "orjson" not in loaded and "hashlib" not in loaded
+
+
 def test_version_prints_the_package_version() -> None:
     """`harness --version` prints the harness version and exits 0."""
     result = run_cli("--version")

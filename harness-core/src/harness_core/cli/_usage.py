@@ -3,9 +3,10 @@ included, summed from the `usage` of its `message/assistant` events."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..log import Event
+if TYPE_CHECKING:  # `sessions` imports this module too: the envelope codec (orjson) stays out
+    from ..log import Event
 
 __all__ = ["TurnUsage"]
 

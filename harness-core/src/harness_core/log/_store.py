@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import os
 import re
-import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -149,7 +148,9 @@ class SessionStore:
         the new one, never half of one. No lock: the log is not touched."""
         title = check_title(title)
         self.path(session_id)  # SessionNotFound for an unknown id
-        aside = self.directory / f".{session_id}.{secrets.token_hex(4)}.title"
+        # os.urandom, not the secrets module: importing that (hashlib, OpenSSL) cost every
+        # command a few ms at startup, for a name that only has to be unlikely to collide.
+        aside = self.directory / f".{session_id}.{os.urandom(4).hex()}.title"
         fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
