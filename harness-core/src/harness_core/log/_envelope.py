@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-import orjson
-
 __all__ = ["EnvelopeError", "Event", "decode_line", "now_ts"]
 
 
@@ -84,6 +82,11 @@ now_ts: Final = _Clock().now
 
 def decode_line(line: bytes) -> Event:
     """Parse one line (without its newline) into an Event, or raise EnvelopeError."""
+    # Imported here: `Event` alone (a plugin's projections, `harness todos ID` on a store that
+    # parses for itself) needs no codec, and orjson's import brings uuid, platform and
+    # datetime with it.
+    import orjson
+
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:

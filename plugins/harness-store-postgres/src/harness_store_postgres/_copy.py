@@ -17,7 +17,7 @@ from typing import Literal
 
 from harness_core.log import SessionLog, SessionNotFound, SessionStore, Store
 
-from ._log import event_of
+from ._store import event_of
 
 __all__ = ["Plan", "apply", "plan"]
 

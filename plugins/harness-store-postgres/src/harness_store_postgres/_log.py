@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from harness_core.log import Event, LogWriteError, SessionLog, StoreError
+from harness_core.log import LogWriteError, SessionLog, StoreError
 
 if TYPE_CHECKING:
     import psycopg
 
     from ._store import PostgresStore
 
-__all__ = ["BLOCK", "PostgresLog", "Row", "event_of"]
+__all__ = ["BLOCK", "PostgresLog", "Row"]
 
 BLOCK: Final = 5000  # rows read a query at a time: memory stays at one block
 
@@ -42,12 +42,6 @@ UPDATE_SESSION: Final = (
     "WHERE id = %s"
 )
 LOCK: Final = "SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '/' || %s, 0))"
-
-
-def event_of(line: bytes) -> Event:
-    """The event of one stored envelope line (the store wrote it: it is well formed)."""
-    obj = orjson.loads(line)
-    return Event(obj["seq"], obj["type"], obj["ts"], obj["data"], obj.get("turn"))
 
 
 def row_of(session_id: str, line: bytes) -> Row:
