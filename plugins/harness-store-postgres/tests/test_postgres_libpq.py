@@ -47,8 +47,9 @@ def test_values_are_those_psycopg_gives(store_url: str, lite: LiteConnection) ->
 
 
 def test_a_refused_query_is_the_servers_reason(lite: LiteConnection) -> None:
-    with pytest.raises(LibpqError, match='relation "no_such_table" does not exist'):
+    with pytest.raises(LibpqError, match='relation "no_such_table" does not exist') as refused:
         lite.rows("SELECT * FROM no_such_table", ())
+    assert refused.value.sqlstate == "42P01"  # as psycopg's UndefinedTable carries it
     assert lite.rows("SELECT 1::int4", ()) == [(1,)]  # the connection is still good
 
 

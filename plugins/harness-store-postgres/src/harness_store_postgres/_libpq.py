@@ -51,6 +51,7 @@ CONNECTION_OK: Final = 0
 PGRES_COMMAND_OK: Final = 1
 PGRES_TUPLES_OK: Final = 2
 PG_DIAG_MESSAGE_PRIMARY: Final = ord("M")
+PG_DIAG_SQLSTATE: Final = ord("C")
 BINARY: Final = 1
 
 # Binary result values by type oid: what psycopg would return for them.
@@ -58,7 +59,12 @@ _BOOL, _BYTEA, _NAME, _INT8, _INT2, _INT4, _TEXT, _VARCHAR = 16, 17, 19, 20, 21,
 
 
 class LibpqError(Exception):
-    """libpq's or the server's reason, as psycopg's error would word it."""
+    """libpq's or the server's reason, as psycopg's error would word it; `sqlstate` is the
+    server's error code, as on psycopg's errors (None for a failure on this side)."""
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class _ConninfoOption(ctypes.Structure):
@@ -84,16 +90,18 @@ class Libpq:
 
 
 def _candidates() -> Iterator[str]:
-    """psycopg[binary]'s own libpq (auditwheel puts it in `psycopg_binary.libs` beside the
-    package, named `libpq-<hash>.so.5.N`), then the system's: by its soname first, which
-    costs nothing, and only then by `find_library` (which runs ldconfig or a compiler)."""
+    """psycopg[binary]'s own libpq (beside the package in `psycopg_binary.libs` on Linux and
+    Windows, named `libpq-<hash>...`; inside it in `.dylibs` on macOS), then the system's: by
+    its soname first, which costs nothing, and only then by `find_library` (which runs
+    ldconfig or a compiler)."""
     import importlib.util
 
     spec = importlib.util.find_spec("psycopg_binary")
     if spec is not None and spec.origin is not None:
-        libs = Path(spec.origin).parent.parent / "psycopg_binary.libs"
-        if libs.is_dir():
-            yield from sorted(str(p) for p in libs.iterdir() if p.name.startswith("libpq-"))
+        package = Path(spec.origin).parent
+        for libs in (package.parent / "psycopg_binary.libs", package / ".dylibs"):
+            if libs.is_dir():
+                yield from sorted(str(p) for p in libs.iterdir() if p.name.startswith("libpq"))
     yield "libpq.so.5"
     import ctypes.util
 
@@ -191,7 +199,11 @@ class LiteConnection:
             raise LibpqError(self._message())
         if dll.PQresultStatus(result) not in (PGRES_TUPLES_OK, PGRES_COMMAND_OK):
             primary = dll.PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY)
-            raise LibpqError(primary.decode(errors="replace") if primary else self._message())
+            code = dll.PQresultErrorField(result, PG_DIAG_SQLSTATE)
+            raise LibpqError(
+                primary.decode(errors="replace") if primary else self._message(),
+                code.decode() if code else None,
+            )
         types = [dll.PQftype(result, col) for col in range(dll.PQnfields(result))]
         rows = []
         for row in range(dll.PQntuples(result)):

@@ -62,6 +62,8 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     2: ("ALTER TABLE harness_sessions ADD COLUMN name text",),
 }
 
+_UNDEFINED_TABLE: Final = "42P01"
+
 # Two `store init` at once: the second waits for the first instead of failing halfway.
 _INIT_LOCK: Final = 0x6861726E657373  # "harness"
 
@@ -84,13 +86,16 @@ def init(conn: psycopg.Connection[tuple[object, ...]], shown: str) -> tuple[int,
 
 def check(rows: Rows, shown: str) -> str:
     """StoreError in one line unless the schema is one this plugin reads and writes; else
-    the current schema's name. `rows` runs a query, on psycopg or on libpq (`_libpq`)."""
-    found = rows("SELECT current_schema(), to_regclass('harness_schema') IS NOT NULL", ())
-    name, exists = found[0] if found else (None, False)
-    version = 0
-    if exists:
-        got = rows("SELECT max(version) FROM harness_schema", ())
-        version = got[0][0] if got and isinstance(got[0][0], int) else 0
+    the current schema's name. `rows` runs a query, on psycopg or on libpq (`_libpq`). One
+    round trip: the version is read, and a missing table is the answer "never initialised"."""
+    try:
+        found = rows("SELECT max(version), current_schema() FROM harness_schema", ())
+    except Exception as exc:  # psycopg's and libpq's errors both carry the server's code
+        if getattr(exc, "sqlstate", None) != _UNDEFINED_TABLE:
+            raise
+        found = []
+    version = found[0][0] if found and isinstance(found[0][0], int) else 0
+    name = found[0][1] if found else None
     if version == 0:
         raise StoreError(
             f"the store {shown} was never initialised: run `harness store init --store URL` "
