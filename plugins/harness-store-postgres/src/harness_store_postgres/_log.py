@@ -29,17 +29,28 @@ BLOCK: Final = 5000  # rows read a query at a time: memory stays at one block
 # An event's row: session_id, seq, type, turn, ts, line (the envelope without its newline).
 Row = tuple[str, int, str, int | None, str, bytes]
 
-INSERT_EVENTS: Final = (
-    "INSERT INTO harness_events (session_id, seq, type, turn, ts, line) "
-    "VALUES (%s, %s, %s, %s, %s, %s)"
+# A commit is one statement. In autocommit it is its own transaction (all or nothing, durable
+# when it returns) and one round trip; as BEGIN, an INSERT a row, the UPDATE, the NOTIFY and
+# COMMIT, it was a statement each for the server and eleven waits on the socket for psycopg.
+# The statement's parts share one snapshot: a session's first commit inserts its summary row
+# whole rather than updating the row it inserts.
+_EVENTS: Final = (
+    "events AS (INSERT INTO harness_events (session_id, seq, type, turn, ts, line) "
+    "SELECT %(id)s::text, * FROM unnest(%(seq)s::bigint[], %(type)s::text[], "
+    "%(turn)s::bigint[], %(ts)s::text[], %(line)s::bytea[]))"
 )
-INSERT_SESSION: Final = (
-    "INSERT INTO harness_sessions (id, created, updated, events, title, parent_session, cwd, "
-    "writer_host, writer_pid) VALUES (%s, %s, %s, 0, NULL, %s, %s, %s, %s)"
+# Only the id and seq are notified: a payload is limited to 8000 bytes; readers read the rows.
+_NOTIFY: Final = "SELECT pg_notify(%(channel)s, %(id)s || ' ' || %(last)s::text)"
+COMMIT: Final = (
+    f"WITH {_EVENTS}, summary AS (UPDATE harness_sessions SET updated = %(updated)s, "
+    "events = %(last)s::bigint + 1, title = coalesce(title, %(title)s) WHERE id = %(id)s) "
+    f"{_NOTIFY}"
 )
-UPDATE_SESSION: Final = (
-    "UPDATE harness_sessions SET updated = %s, events = %s, title = coalesce(title, %s) "
-    "WHERE id = %s"
+COMMIT_NEW: Final = (
+    f"WITH {_EVENTS}, summary AS (INSERT INTO harness_sessions (id, created, updated, events, "
+    "title, parent_session, cwd, writer_host, writer_pid) VALUES (%(id)s, %(created)s, "
+    "%(updated)s, %(last)s::bigint + 1, %(title)s, %(parent)s, %(cwd)s, %(host)s, %(pid)s)) "
+    f"{_NOTIFY}"
 )
 LOCK: Final = "SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '/' || %s, 0))"
 
@@ -118,20 +129,27 @@ class PostgresLog(SessionLog):
         self._start = None
 
     def _transaction(self, conn: psycopg.Connection[Any], rows: list[Row]) -> None:
-        """The commit: the rows, the summary and the notification, in one transaction and
-        (pipelined) one round trip to the server."""
-        last = rows[-1]
-        with conn.pipeline(), conn.transaction(), conn.cursor() as cursor:
-            if self._start is not None:
-                created, parent, cwd = self._start
-                host, pid = me()
-                values = (self.session_id, created, created, parent, cwd, host, pid)
-                cursor.execute(INSERT_SESSION, values)
-            cursor.executemany(INSERT_EVENTS, rows)
-            cursor.execute(UPDATE_SESSION, (last[4], last[1] + 1, self._title, self.session_id))
-            # Only the id and seq: a payload is limited to 8000 bytes; readers read the rows.
-            payload = f"{self.session_id} {last[1]}"
-            cursor.execute("SELECT pg_notify(%s, %s)", (self._store.channel, payload))
+        """The commit: the rows, the summary and the notification, in one statement."""
+        _, seq, kind, turn, ts, line = (list(column) for column in zip(*rows, strict=True))
+        values: dict[str, object] = {
+            "id": self.session_id,
+            "seq": seq,
+            "type": kind,
+            "turn": turn,
+            "ts": ts,
+            "line": line,
+            "updated": ts[-1],
+            "last": seq[-1],
+            "title": self._title,
+            "channel": self._store.channel,
+        }
+        if self._start is None:
+            conn.execute(COMMIT, values)
+            return
+        created, parent, cwd = self._start
+        host, pid = me()
+        more = {"created": created, "parent": parent, "cwd": cwd, "host": host, "pid": pid}
+        conn.execute(COMMIT_NEW, values | more)
 
     def _retry(self, rows: list[Row], exc: Exception) -> None:
         """Commit `rows` on a new connection after the writer's dropped, when that is safe:
