@@ -95,6 +95,12 @@ def test_copy_file_to_postgres_to_file_is_byte_identical_and_idempotent(
     assert there.stdout.count(": copied (") == 2
     again = run_cli("store", "copy", f"file://{harness_home}", url)
     assert again.returncode == 0 and again.stdout.count("already there") == 2
+    # The summary rows the copy's commits wrote list as the files do (a row has no path).
+    listings = [
+        run_cli("sessions", "--json", "--store", s) for s in (f"file://{harness_home}", url)
+    ]
+    files, rows = ([{**s, "path": None} for s in json.loads(r.stdout)] for r in listings)
+    assert rows == files and len(rows) == 2
     back = tmp_path / "back"
     home = run_cli("store", "copy", url, f"file://{back}")
     assert home.returncode == 0, home.stderr
