@@ -162,10 +162,6 @@ class LiteConnection:
             raise LibpqError(message)
 
     @property
-    def closed(self) -> bool:
-        return self._conn is None
-
-    @property
     def broken(self) -> bool:
         return self._conn is None or self._dll.PQstatus(self._conn) != CONNECTION_OK
 
