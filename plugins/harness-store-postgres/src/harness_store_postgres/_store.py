@@ -94,6 +94,8 @@ class PostgresStore:
         with self._connecting:
             conn = self._lite
             if (conn is None or conn.broken) and not self._lite_missing:
+                if conn is not None:
+                    conn.close()  # the server dropped it: its socket and memory go now
                 conn = connect_lite(self.raw_url)
                 self._lite_missing = conn is None
                 if conn is not None:
