@@ -106,13 +106,13 @@ def _watch(workers: Any, ctx: CommandContext) -> None:
         workers.beat()
         gone = workers.gone(LAPSE_SECONDS)
         if gone:
-            count = _engine.recover(gone)
-            names = ", ".join(gone)
-            print(
-                f"worker {names} is gone: {count} of its turns go back to the queue",
-                file=ctx.stdout,
-                flush=True,
-            )
+            for worker in gone:
+                count = _engine.recover([worker])
+                print(
+                    f"worker {worker} is gone: {count} of its turns go back to the queue",
+                    file=ctx.stdout,
+                    flush=True,
+                )
 
 
 def _stop(ctx: CommandContext) -> int:

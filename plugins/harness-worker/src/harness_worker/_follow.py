@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 from harness_core.hosts import CommandError, one_line
 
 if TYPE_CHECKING:
-    from dbos import DBOSClient
+    from dbos import DBOSClient, WorkflowHandle
     from harness_core.log import Event
     from harness_core.runtime import Runtime
 
@@ -50,7 +50,8 @@ def follow(runtime: Runtime, queue: DBOSClient, session_id: str, workflow: str, 
 
 def _wait(queue: DBOSClient, workflow: str, result: dict[str, Any]) -> None:
     try:
-        result["summary"] = queue.retrieve_workflow(workflow).get_result()
+        handle: WorkflowHandle[dict[str, Any]] = queue.retrieve_workflow(workflow)
+        result["summary"] = handle.get_result(polling_interval_sec=POLL_SECONDS)
     except Exception as exc:
         result["error"] = str(exc) or type(exc).__name__
 

@@ -101,39 +101,46 @@ class WorkerHost:
         self.url = url
 
     def run(self, job: dict[str, Any]) -> Summary:
-        with _tables.connect(self.url) as conn:
-            _tables.record(conn, job, state="running")
-            try:
-                turn = anyio.run(self._turn, job)
-                summary = self._summary(job, turn)
-            except Exception as exc:  # the turn could not run: say why on its row and result
-                logger.warning("turn of session %s failed: %s", job["session"], exc)
-                summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
-            _tables.record(
-                conn,
-                job,
-                state=summary.status,
-                check_result=summary.check,
-                steps=summary.steps,
-                tokens_input=summary.tokens[0],
-                tokens_output=summary.tokens[1],
-                tokens_cached=summary.tokens[2],
-                seconds=summary.seconds,
-                plan_used=summary.plan_used,
-            )
+        self._record(job, state="running")
+        try:
+            turn, events = anyio.run(self._turn, job)
+            summary = self._summary(job, turn, events)
+        except Exception as exc:  # the turn could not run: say why on its row and result
+            logger.warning("turn of session %s failed: %s", job["session"], exc)
+            summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
+        self._record(
+            job,
+            state=summary.status,
+            check_result=summary.check,
+            steps=summary.steps,
+            tokens_input=summary.tokens[0],
+            tokens_output=summary.tokens[1],
+            tokens_cached=summary.tokens[2],
+            seconds=summary.seconds,
+            plan_used=summary.plan_used,
+        )
         return summary
 
-    async def _turn(self, job: dict[str, Any]) -> int:
+    def _record(self, job: dict[str, Any], **fields: Any) -> None:
+        if job.get("batch") is not None:  # only a batch's task has a row
+            with _tables.connect(self.url) as conn:
+                _tables.record(conn, job, **fields)
+
+    async def _turn(self, job: dict[str, Any]) -> tuple[int, list[Event] | None]:
+        """The turn's number, and its events when this process ran all of it."""
         session = await self._open(job)
+        seen: list[Event] = []
+        session.observe(lambda log, event: seen.append(event))
         try:
             assert session.log is not None  # held for the turn
             turn = _claim(session.log.next_turn)
             start = session.log.latest("turn/start")
             if start is None or start.turn is None or start.turn < turn:
                 await session.run(job["prompt"], job.get("model"))
-            elif _is_open(session.log, start):
+                return turn, seen
+            if _is_open(session.log, start):
                 await session.go_on(job.get("model"))
-            return turn
+            return turn, None
         finally:
             await session.aclose()
 
@@ -155,8 +162,10 @@ class WorkerHost:
             session.default_spec = job.get("model")
             return session
 
-    def _summary(self, job: dict[str, Any], turn: int) -> Summary:
-        events = [e for e in self.runtime.store.read(job["session"]) if e.turn == turn]
+    def _summary(self, job: dict[str, Any], turn: int, seen: list[Event] | None) -> Summary:
+        if seen is None:  # a turn another process began: its events come from the store
+            seen = list(self.runtime.store.read(job["session"]))
+        events = [e for e in seen if e.turn == turn]
         end = next((e for e in reversed(events) if e.type == "turn/end"), None)
         steps, tokens = 0, [0, 0, 0]
         for event in events:
