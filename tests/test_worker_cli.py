@@ -275,3 +275,46 @@ def test_a_worker_refuses_what_it_cannot_do(
     workers.append(Worker(url, "same", tmp_path))
     twice = run_cli("worker", "--store", url, "--sandbox", "off", "--id", "same")
     assert twice.returncode == 1 and "worker same is already running (host " in twice.stderr
+
+
+def test_serve_queue_sends_the_pages_turns_to_the_workers(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """A turn posted through the web API of `serve --queue` is queued (the server runs no
+    turn), shows in the snapshot while no worker runs, runs on a worker started later, and
+    reaches the page's event stream as the worker commits it."""
+    from web_support import serve, sse_events
+
+    model = write_script(
+        tmp_path / "plan.json",
+        [{"tool_calls": [todo_call(("Queue it", "in_progress"))]}, {"text": "Queued and done."}],
+    )
+    env = {"HARNESS_STORE": url}
+    with serve(tmp_path / "home", "--queue", "--model", model, env=env) as served:
+        with served.client(timeout=60) as client:
+            session = client.post("/api/sessions", json={}).json()["id"]
+            first = client.post(f"/api/sessions/{session}/turns", json={"prompt": "one"})
+            assert (first.status_code, first.json()) == (202, {"turn": 1})
+            second = client.post(f"/api/sessions/{session}/turns", json={"prompt": "two"})
+            assert second.json() == {"queued": 2}
+            snapshot = client.get(f"/api/sessions/{session}/history").json()["snapshot"]
+            assert (snapshot["running"], snapshot["queued"]) == (False, ["one", "two"])
+            with client.stream("GET", f"/api/sessions/{session}/events") as stream:
+                workers.append(Worker(url, "web", tmp_path))
+                received = sse_events(stream, until=11)
+        page = served.wait_idle(session, timeout=60)
+    types = [e["data"]["type"] for e in received if e["event"] == "message"]
+    assert types.count("turn/start") == 2 and "todo/write" in types
+    texts = [e["data"]["text"] for e in page["events"] if e["type"] == "message/user"]
+    assert texts == ["one", "two"]
+    assert page["snapshot"]["todos"][0]["content"] == "Queue it"
+
+
+def test_serve_queue_without_a_queue_for_the_store_is_one_line(tmp_path: Path) -> None:
+    served = run_cli("serve", "--queue", "--store", f"file://{tmp_path}")
+    assert served.returncode == 1
+    assert served.stderr.strip() == (
+        f"harness: error: --queue needs a plugin that queues turns for the store "
+        f"file://{tmp_path}: install harness-worker and name a PostgreSQL store "
+        "(--store postgresql://...)"
+    )

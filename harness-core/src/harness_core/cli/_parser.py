@@ -194,6 +194,11 @@ def _serve(commands: Commands) -> None:
         "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
     )
     serve.add_argument("--model", metavar="SPEC", help="the model for new turns (or demo)")
+    serve.add_argument(
+        "--queue",
+        action="store_true",
+        help="queue each turn for workers instead of running it here (harness-worker)",
+    )
     _safety_options(serve)
 
 

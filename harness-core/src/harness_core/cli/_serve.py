@@ -13,6 +13,7 @@ from ..runtime import SetupError
 from ._app import App, CliError, needs_extra
 
 if TYPE_CHECKING:
+    from ..hosts import TurnQueue
     from ..models import Model
 
 __all__ = ["serve"]
@@ -37,6 +38,7 @@ def serve(args: Namespace) -> int:
         approval=lambda asker: app.approval(args.approval, asker),
         hands_free=lambda spec: (spec or default) == DEMO,
         max_sessions=app.settings.web_sessions or MAX_SESSIONS,
+        queue=_queue(app) if args.queue else None,
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]
@@ -53,6 +55,17 @@ def serve(args: Namespace) -> int:
         )
     run_server(asgi, listener)
     return 0
+
+
+def _queue(app: App) -> TurnQueue:
+    """The plugin queue the turns go to under --queue; a one-line error without one."""
+    queue = app.host.hooks.turn_queue(app.store)
+    if queue is None:
+        raise CliError(
+            f"--queue needs a plugin that queues turns for the store {app.store.url}: install "
+            "harness-worker and name a PostgreSQL store (--store postgresql://...)"
+        )
+    return queue
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         StripLine,
         Styled,
         TerminalStrip,
+        TurnQueue,
     )
     from ._snapshot import SessionSnapshot
 
@@ -65,6 +66,7 @@ _EXPORTS = {
     "StripLine": "_extensions",
     "Styled": "_extensions",
     "TerminalStrip": "_extensions",
+    "TurnQueue": "_extensions",
     "ToolRow": "_conversation",
     "TurnState": "_conversation",
     "approval_note": "_conversation",
@@ -91,6 +93,7 @@ __all__ = [
     "Styled",
     "TerminalStrip",
     "ToolRow",
+    "TurnQueue",
     "TurnState",
     "approval_note",
     "clean",

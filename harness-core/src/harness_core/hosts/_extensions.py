@@ -182,6 +182,26 @@ class McpServerSpec:
     headers: tuple[tuple[str, str], ...] = ()
 
 
+class TurnQueue(Protocol):
+    """Where `harness serve --queue` sends a session's turns instead of running them: a
+    plugin's durable queue, whose workers run them (harness-worker). The web host follows
+    the turns' events through the store, as it follows any other process's."""
+
+    def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, int]:
+        """Queue `prompt` as the session's next turn on the model `spec` (None: the
+        worker's default): `{"turn": n}` when nothing runs or waits before it, else
+        `{"queued": position}` among the turns waiting."""
+        ...
+
+    def state(self, session_id: str) -> tuple[bool, list[str]]:
+        """Whether a turn of the session runs, and the prompts waiting behind it, in order."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the queue's connections (the server stops)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class SessionMcp:
     """A plugin's offer to run the MCP servers a client hands a session.

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import pluggy
 
 if TYPE_CHECKING:
-    from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
+    from ..hosts import (
+        Command,
+        DockEntry,
+        SessionMcp,
+        SnapshotFields,
+        TerminalStrip,
+        TurnQueue,
+    )
     from ..log import Event, EventSink, EventType, EventTypeRegistry, History, SessionLog, Store
     from ..models import Model
     from ._context import PluginContext
@@ -151,6 +158,13 @@ class Hooks:
         """The first plugin's offer to run a client's MCP servers, or None."""
         offers = (offer for _, offer in self._isolated("harness_session_mcp", {}) if offer)
         return next(offers, None)
+
+    def turn_queue(self, store: Store) -> TurnQueue | None:
+        """The first plugin's queue for `store`'s turns, or None (`serve --queue`)."""
+        for _, queue in self._isolated("harness_turn_queue", {"store": store}):
+            if queue is not None:
+                return cast("TurnQueue", queue)
+        return None
 
     def _isolated(self, hook: str, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         """Each implementation's result in call order; one that raises is reported."""

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, Final
 import pluggy
 
 if TYPE_CHECKING:
-    from ..hosts import Command, DockEntry, SessionMcp, SnapshotFields, TerminalStrip
+    from ..hosts import (
+        Command,
+        DockEntry,
+        SessionMcp,
+        SnapshotFields,
+        TerminalStrip,
+        TurnQueue,
+    )
     from ..log import Event, EventSink, EventType, EventTypeRegistry, History, SessionLog, Store
     from ..models import Model
     from ._context import PluginContext
@@ -152,6 +159,17 @@ def harness_web_dock() -> Sequence[DockEntry]:
     strip above the prompt). An entry whose module is missing is reported and skipped.
     """
     raise NotImplementedError
+
+
+@hookspec(firstresult=True)
+def harness_turn_queue(store: Store) -> TurnQueue | None:
+    """Offer a durable queue for the turns of `store`'s sessions, or None.
+
+    `harness serve --queue` asks once, at start: the first plugin to answer gets every turn
+    the page posts (`TurnQueue.submit`) and says what runs and waits (`state`); the turns
+    run elsewhere (harness-worker's workers) and reach the page through the store. Return
+    None for a store the plugin cannot queue for. Keep the hook light: import on first use.
+    """
 
 
 @hookspec(firstresult=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from ..hosts import SessionSnapshot, ToolRow, approval_note
+from ..hosts import SessionSnapshot, ToolRow, TurnQueue, approval_note
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog, SessionSummary, check_title
 from ..loop import Answer, Approval, ApprovalRequest, Asker
@@ -69,6 +69,8 @@ class WebRuntime:
     # are fixed and harmless
     hands_free: Callable[[str | None], bool] = lambda spec: False
     max_sessions: int = MAX_SESSIONS
+    # `serve --queue`: turns go to a plugin's queue and run on its workers, not here
+    queue: TurnQueue | None = None
 
 
 class Busy(Exception):
@@ -118,6 +120,12 @@ class _Live:
     questions: dict[str, _Question] = field(default_factory=dict)  # open ones, by call id
     asked: set[str] = field(default_factory=set)  # every call id asked about, open or not
     used: float = 0.0  # when a client last asked for it (monotonic), for eviction
+    # under `serve --queue`: whether a worker runs a turn of it, and the prompts waiting
+    queue_state: tuple[bool, list[str]] = (False, [])
+
+    @property
+    def queued_work(self) -> bool:
+        return self.queue_state[0] or bool(self.queue_state[1])
 
     @property
     def busy(self) -> bool:
@@ -244,11 +252,14 @@ class Hub:
 
     def snapshot(self, live: _Live) -> dict[str, Any]:
         session = live.session
+        running, queued = (
+            live.queue_state if self.web.queue is not None else (session.busy, session.queued)
+        )
         return {
             "seq": live.snapshot.seq,
             **live.snapshot.fields(),
-            "running": session.busy,
-            "queued": session.queued,
+            "running": running,
+            "queued": queued,
             "approvals": [question.to_json() for question in live.questions.values()],
         }
 
@@ -278,6 +289,8 @@ class Hub:
         await asyncio.gather(*self._closing)
         if self._unsubscribe is not None:
             self._unsubscribe()
+        if self.web.queue is not None:
+            await asyncio.to_thread(self.web.queue.close)
 
     # -- fan-out ---------------------------------------------------------------------------
 
@@ -286,6 +299,8 @@ class Hub:
         changed snapshot."""
         async with live.reading:
             events = await asyncio.to_thread(live.reader.refresh)
+            if self.web.queue is not None:
+                live.queue_state = await asyncio.to_thread(self.web.queue.state, session_id)
         for event in events:
             change = live.snapshot.apply(event)
             self._send(live, ("event", event.to_json()))
@@ -315,11 +330,13 @@ class Hub:
         appends and whenever the store says another process committed; where the store
         cannot say (files), also every WATCH_INTERVAL."""
         self._listen()
-        poll = None if self._unsubscribe is not None else WATCH_INTERVAL
         try:
-            while live.subscribers or live.session.busy or live.dirty.is_set():
+            while live.subscribers or live.session.busy or live.dirty.is_set() or live.queued_work:
+                # A queue's state changes without a commit (a worker takes or ends a turn),
+                # so it is looked at every WATCH_INTERVAL while it has work for the session.
+                notified = self._unsubscribe is not None and not live.queued_work
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(live.dirty.wait(), poll)
+                    await asyncio.wait_for(live.dirty.wait(), None if notified else WATCH_INTERVAL)
                 live.dirty.clear()
                 await self._catch_up(session_id, live)
         except Exception:
@@ -390,10 +407,17 @@ class Hub:
     # -- turns -----------------------------------------------------------------------------
 
     async def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, Any]:
-        """Start the prompt as a turn, or queue it behind the running one."""
+        """Start the prompt as a turn, or queue it behind the running one (under `serve
+        --queue`, queue it for the workers)."""
         live = await self.live(session_id)
         await live.session.model_for(spec)  # a spec that cannot be built fails here, not later
-        answer = live.session.submit(prompt, spec)  # SessionLocked: another process writes it
+        queue = self.web.queue
+        if queue is not None:
+            spec = spec or live.session.default_spec or self.web.default_model
+            answer = await asyncio.to_thread(queue.submit, session_id, prompt, spec)
+            live.queue_state = await asyncio.to_thread(queue.state, session_id)
+        else:
+            answer = live.session.submit(prompt, spec)  # SessionLocked: another process writes
         self._follow(session_id, live)
         self.ship_snapshot(live)
         return answer

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
-    from harness_core.hosts import Command
+    from harness_core.hosts import Command, TurnQueue
+    from harness_core.log import Store
 
-__all__ = ["harness_cli_commands", "inject", "name"]
+__all__ = ["harness_cli_commands", "harness_turn_queue", "inject", "name"]
 
 name = "worker"
 inject = ()
@@ -29,3 +30,13 @@ def harness_cli_commands() -> Sequence[Command]:
     from ._commands import BATCH, SUBMIT, WORKER
 
     return [WORKER, SUBMIT, BATCH]
+
+
+@hookimpl
+def harness_turn_queue(store: Store) -> TurnQueue | None:
+    raw = getattr(store, "raw_url", None)
+    if not isinstance(raw, str) or not raw.startswith(("postgresql://", "postgres://")):
+        return None  # workers share a PostgreSQL store; serve says so in one line
+    from ._queue import WorkerQueue
+
+    return WorkerQueue(store)

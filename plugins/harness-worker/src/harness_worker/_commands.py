@@ -6,14 +6,11 @@ whose database holds the sessions, DBOS's queue and harness-worker's tables.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import sys
-import threading
 from argparse import ArgumentParser, Namespace
 from typing import TYPE_CHECKING, Any, Final
 
+# This module loads for every command a plugin adds (`harness todos` too): what only the
+# worker needs (socket, signal, threading, os) is imported where it runs.
 from harness_core.hosts import Command, CommandContext, CommandError
 
 if TYPE_CHECKING:
@@ -63,6 +60,9 @@ def _positive(text: str) -> int:
 
 
 def _worker(args: Namespace, ctx: CommandContext) -> int:
+    import os
+    import socket
+
     from harness_core.log import redact_url
 
     from . import _engine, _tables, _turn
@@ -97,6 +97,9 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
 
 def _watch(workers: Any, ctx: CommandContext) -> None:
     """Beat, and hand back the turns of peers that are gone, until SIGTERM or Ctrl-C."""
+    import signal
+    import threading
+
     from . import _engine
 
     stop = threading.Event()
@@ -118,6 +121,9 @@ def _watch(workers: Any, ctx: CommandContext) -> None:
 def _stop(ctx: CommandContext) -> int:
     """Take no more turns, give running ones GRACE_SECONDS to end, and leave: a turn still
     running is recovered by a peer like a dead worker's, once this process is gone."""
+    import os
+    import sys
+
     from dbos import DBOS
 
     print("stopping: no new turns; waiting for running ones", file=ctx.stdout, flush=True)

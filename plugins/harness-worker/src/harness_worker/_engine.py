@@ -123,6 +123,8 @@ def enqueue(queue: DBOSClient, job: dict[str, Any], workflow_id: str | None = No
         "workflow_name": WORKFLOW,
         "queue_partition_key": job["session"],
         "app_version": VERSION,
+        # What `serve --queue` asks DBOS for: this session's running and waiting turns.
+        "attributes": {"session": job["session"]},
     }
     if workflow_id is not None:
         options["workflow_id"] = workflow_id

@@ -1,0 +1,73 @@
+"""The queue `harness serve --queue` posts turns to (a `TurnQueue`): harness-worker's.
+
+A turn the page posts is enqueued like `harness submit`'s, tagged with its session (a DBOS
+workflow attribute), so what runs and what waits for one session is one query of DBOS's
+own: a PENDING workflow is running, ENQUEUED ones wait, oldest first.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from . import _engine, _tables
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient
+    from harness_core.log import Store
+
+__all__ = ["WorkerQueue"]
+
+
+class WorkerQueue:
+    """Turns of `store`'s sessions, queued for the workers; connects on first use."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.url = _engine.database_url(store)
+        self._client: DBOSClient | None = None
+        self._connecting = threading.Lock()
+
+    def _queue(self) -> DBOSClient:
+        with self._connecting:
+            if self._client is None:
+                with _tables.connect(self.url) as conn:
+                    schema = _engine.system_schema(_tables.ensure(conn))
+                self._client = _engine.client(self.url, schema)
+            return self._client
+
+    def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, int]:
+        running, waiting = self.state(session_id)
+        job = {"session": session_id, "prompt": prompt, "model": spec}
+        _engine.enqueue(self._queue(), job)
+        if running or waiting:
+            return {"queued": len(waiting) + 1}
+        last = self.store.latest(session_id, ("turn/start",))
+        return {"turn": (last.turn or 0) + 1 if last is not None else 1}
+
+    def state(self, session_id: str) -> tuple[bool, list[str]]:
+        flows = self._queue().list_queued_workflows(
+            queue_name=_engine.QUEUE,
+            attributes={"session": session_id},
+            load_output=False,
+        )
+        running = any(flow.status == "PENDING" for flow in flows)
+        waiting = sorted(
+            (flow.created_at or 0, _prompt(flow.input))
+            for flow in flows
+            if flow.status == "ENQUEUED"
+        )
+        return running, [prompt for _, prompt in waiting]
+
+    def close(self) -> None:
+        with self._connecting:
+            if self._client is not None:
+                self._client.destroy()
+                self._client = None
+
+
+def _prompt(inputs: Any) -> str:
+    try:
+        return str(inputs["args"][0]["prompt"])
+    except (TypeError, KeyError, IndexError):
+        return ""
