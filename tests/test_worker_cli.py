@@ -10,7 +10,7 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +31,24 @@ def url() -> Iterator[str]:
 
 
 class Worker:
-    """`harness worker` in its own process; its output in a file."""
+    """`harness worker` in its own process (the workspace's `harness` unless another is
+    given, as a wheel's venv gives its own); its output in a file."""
 
-    def __init__(self, url: str, name: str, tmp: Path, *args: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        tmp: Path,
+        *args: str,
+        harness: str = HARNESS,
+        env: Mapping[str, str | None] | None = None,
+    ) -> None:
         self.name = name
         self.output = tmp / f"worker-{name}.out"
         self._sink = self.output.open("w")
         self.process = subprocess.Popen(
-            [HARNESS, "worker", "--store", url, "--sandbox", "off", "--id", name, *args],
-            env=child_env({"HARNESS_DEV": "1"}),
+            [harness, "worker", "--store", url, "--sandbox", "off", "--id", name, *args],
+            env=child_env({"HARNESS_DEV": "1", **(env or {})}),
             stdout=self._sink,
             stderr=subprocess.STDOUT,
             text=True,
