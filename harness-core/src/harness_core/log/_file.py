@@ -43,6 +43,7 @@ __all__ = [
     "LogWriteError",
     "ReadOnlyLog",
     "SessionLog",
+    "fsync_dir",
     "parse_lines",
     "read_lines",
 ]
@@ -122,7 +123,7 @@ class FileLog(SessionLog):
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             lock_exclusive(fd, path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             log = cls(path, registry, fd)
             forget_index(path)  # a session of the same name before this one
             log._check_appends([])
@@ -354,7 +355,7 @@ def _datasync(fd: int) -> None:
     sync(fd)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -376,6 +377,6 @@ def _create_aside(path: Path, offset: int, data: bytes) -> Path:
             os.fsync(fd)
         finally:
             os.close(fd)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         return aside
     raise FileExistsError(f"too many torn-tail files beside {path}")

@@ -20,7 +20,7 @@ from ._open import NotASession, open_regular
 from ._stores import TITLE_MAX, check_title
 
 if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
-    from collections.abc import Collection, Iterator
+    from collections.abc import Collection, Iterator, Sequence
 
     from ._envelope import Event
     from ._file import FileLog
@@ -148,18 +148,43 @@ class SessionStore:
         the new one, never half of one. No lock: the log is not touched."""
         title = check_title(title)
         self.path(session_id)  # SessionNotFound for an unknown id
-        # os.urandom, not the secrets module: importing that (hashlib, OpenSSL) cost every
-        # command a few ms at startup, for a name that only has to be unlikely to collide.
-        aside = self.directory / f".{session_id}.{os.urandom(4).hex()}.title"
-        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        aside = self._aside(session_id, "title", title.encode())
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(title.encode())
-                handle.flush()
-                os.fsync(handle.fileno())
             os.replace(aside, self.directory / f"{session_id}.title")
         finally:
             aside.unlink(missing_ok=True)
+
+    def adopt(self, session_id: str, lines: Sequence[bytes]) -> None:
+        """The file of a session from another store, whole or not at all: written aside, then
+        linked into place. FileExistsError when this store holds the session already (a
+        session of that id appearing meanwhile is refused, never overwritten)."""
+        from ._file import fsync_dir
+
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, exist_ok=True)
+        aside = self._aside(session_id, "copying", b"".join(line + b"\n" for line in lines))
+        try:
+            os.link(aside, self.directory / f"{session_id}.jsonl")
+            fsync_dir(self.directory)
+        finally:
+            aside.unlink(missing_ok=True)
+
+    def _aside(self, session_id: str, suffix: str, data: bytes) -> Path:
+        """A new private file beside the session's holding `data`, synced: what `rename` and
+        `adopt` move into place."""
+        # os.urandom, not the secrets module: importing that (hashlib, OpenSSL) cost every
+        # command a few ms at startup, for a name that only has to be unlikely to collide.
+        aside = self.directory / f".{session_id}.{os.urandom(4).hex()}.{suffix}"
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException:
+            aside.unlink(missing_ok=True)
+            raise
+        return aside
 
     def _titles(self) -> dict[str, str]:
         """The titles `rename` gave, by session id; an unreadable one is left out (the

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -106,6 +106,12 @@ class Store(Protocol):
         prompt. The title is the store's record about the session, not an event: the log is
         unchanged, and a writer may hold the session meanwhile. ValueError for what
         `check_title` refuses, SessionNotFound for an id the store does not hold."""
+        ...
+
+    def adopt(self, session_id: str, lines: Sequence[bytes]) -> None:
+        """Hold a session that comes from another store (`harness store copy`) as the very
+        envelope lines it holds there, all of them or none. An error when this store holds
+        the session already (the file store: FileExistsError)."""
         ...
 
     def subscribe(self, notify: Notify) -> Callable[[], None] | None:

@@ -27,6 +27,7 @@ from ..log import (
     Event,
     EventType,
     EventTypeRegistry,
+    LogWriteError,
     ReadOnlyLog,
     SessionLocked,
     SessionNotFound,
@@ -114,6 +115,21 @@ class StoreConformance:
         assert list(store.lines(copy_id))[1:] == lines
         with pytest.raises(ReadOnlyLog):
             store.open(copy_id, writable=False).append_line(lines[0])
+
+    def test_a_session_adopted_keeps_its_lines_and_is_never_overwritten(self, store: Store) -> None:
+        """`adopt` (how `harness store copy` writes a session the destination lacks) holds
+        the lines as they were given; adopting an id the store holds changes nothing."""
+        with store.create() as log:
+            session_id = log.session_id
+        _turn(store, session_id, "moved")
+        lines = list(store.lines(session_id))
+        store.delete(session_id)
+        store.adopt(session_id, lines)
+        assert list(store.lines(session_id)) == lines
+        assert [(s.id, s.events) for s in store.list()] == [(session_id, len(lines))]
+        with pytest.raises((FileExistsError, LogWriteError)):  # a file's name, a row's key
+            store.adopt(session_id, lines[:1])
+        assert list(store.lines(session_id)) == lines
 
     def test_an_unknown_id_is_not_found(self, store: Store) -> None:
         with pytest.raises(SessionNotFound):

@@ -8,16 +8,11 @@ and any other difference refuses the whole copy before anything is written.
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from harness_core.log import SessionLog, SessionNotFound, SessionStore, Store
-
-from ._store import event_of
+from harness_core.log import SessionNotFound, Store
 
 __all__ = ["Plan", "apply", "plan"]
 
@@ -59,61 +54,19 @@ def plan(source: Store, destination: Store, ids: Sequence[str]) -> list[Plan]:
 
 
 def apply(destination: Store, step: Plan) -> None:
-    if step.action == "same":
-        return
-    if step.action == "copy" and isinstance(destination, SessionStore):
-        _new_file(destination, step.session_id, step.lines)
-        return
     if step.action == "copy":
-        from ._store import PostgresStore
-
-        assert isinstance(destination, PostgresStore)
-        log: SessionLog = destination.adopt(step.session_id, event_of(step.lines[0]))
-    else:
-        log = destination.open(step.session_id)
-    with log:
-        if log.next_seq != step.have:  # a writer appended since the comparison
-            raise Divergent(
-                f"session {step.session_id} changed in {destination.url} while copying; "
-                "nothing more was copied to it"
-            )
-        append_lines(log, step.lines)
-
-
-def append_lines(log: SessionLog, lines: Sequence[bytes]) -> None:
-    """Write envelope lines as they are (their seq, ts and bytes kept), then commit."""
-    for line in lines:
-        log.append_line(line)
-    log.commit()
-
-
-def _new_file(store: SessionStore, session_id: str, lines: Sequence[bytes]) -> None:
-    """The session's file, whole or not at all: written aside, then linked into place (a
-    session of that id appearing meanwhile is refused, never overwritten)."""
-    store.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    store.directory.mkdir(mode=0o700, exist_ok=True)
-    path = store.directory / f"{session_id}.jsonl"
-    aside = store.directory / f".{session_id}.{secrets.token_hex(4)}.copying"
-    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(b"".join(line + b"\n" for line in lines))
-            handle.flush()
-            os.fsync(handle.fileno())
         try:
-            os.link(aside, path)
+            destination.adopt(step.session_id, step.lines)
         except FileExistsError:
             raise Divergent(
-                f"session {session_id} appeared in {store.url} while copying; not copied"
+                f"session {step.session_id} appeared in {destination.url} while copying; not copied"
             ) from None
-        _fsync_dir(store.directory)
-    finally:
-        Path(aside).unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    elif step.action == "extend":
+        with destination.open(step.session_id) as log:
+            if log.next_seq != step.have:  # a writer appended since the comparison
+                raise Divergent(
+                    f"session {step.session_id} changed in {destination.url} while copying; "
+                    "nothing more was copied to it"
+                )
+            for line in step.lines:
+                log.append_line(line)

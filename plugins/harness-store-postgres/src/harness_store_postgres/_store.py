@@ -168,15 +168,18 @@ class PostgresStore:
             raise
         return log
 
-    def adopt(self, session_id: str, start: Event) -> PostgresLog:
-        """The writer of a session that comes from another store (`harness store copy`):
-        its row is inserted with the first commit, from `start`, its session/start."""
+    def adopt(self, session_id: str, lines: Sequence[bytes]) -> None:
+        """A session from another store (`harness store copy`), its lines as they are: one
+        commit inserts them with the session's row, made from its session/start."""
         from ._log import PostgresLog
 
+        start = event_of(lines[0])
         writer = self._new_writer(session_id)
         created = str(start.data.get("created") or start.ts)
         parent, cwd = start.data.get("parent_session"), start.data.get("cwd")
-        return PostgresLog(self, session_id, writer, start=(created, parent, cwd))
+        with PostgresLog(self, session_id, writer, start=(created, parent, cwd)) as log:
+            for line in lines:
+                log.append_line(line)
 
     def _new_writer(self, session_id: str) -> psycopg.Connection[Any]:
         """A connection holding the writer lock of a session that has no row yet."""
