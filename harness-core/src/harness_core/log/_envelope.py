@@ -27,6 +27,25 @@ class Event:
         self.data = data
         self.turn = turn
 
+    @classmethod
+    def from_json(cls, obj: Any) -> Event:
+        """The event of a parsed envelope line, or EnvelopeError (`decode_line`; a store that
+        parses its one line with another JSON library)."""
+        if type(obj) is not dict:
+            raise EnvelopeError("not a JSON object")
+        seq = obj.get("seq")
+        kind = obj.get("type")
+        ts = obj.get("ts")
+        data = obj.get("data")
+        turn = obj.get("turn")
+        if type(seq) is not int or seq < 0:
+            raise EnvelopeError("'seq' is not a non-negative integer")
+        if type(kind) is not str or type(ts) is not str or type(data) is not dict:
+            raise EnvelopeError("'type' and 'ts' must be strings and 'data' an object")
+        if turn is not None and type(turn) is not int:
+            raise EnvelopeError("'turn' is not an integer")
+        return cls(seq, kind, ts, data, turn)
+
     def to_json(self) -> dict[str, Any]:
         envelope: dict[str, Any] = {
             "seq": self.seq,
@@ -91,21 +110,4 @@ def decode_line(line: bytes) -> Event:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise EnvelopeError(f"not JSON: {exc}") from None
-    return envelope_from_json(obj)
-
-
-def envelope_from_json(obj: Any) -> Event:
-    if type(obj) is not dict:
-        raise EnvelopeError("not a JSON object")
-    seq = obj.get("seq")
-    kind = obj.get("type")
-    ts = obj.get("ts")
-    data = obj.get("data")
-    turn = obj.get("turn")
-    if type(seq) is not int or seq < 0:
-        raise EnvelopeError("'seq' is not a non-negative integer")
-    if type(kind) is not str or type(ts) is not str or type(data) is not dict:
-        raise EnvelopeError("'type' and 'ts' must be strings and 'data' an object")
-    if turn is not None and type(turn) is not int:
-        raise EnvelopeError("'turn' is not an integer")
-    return Event(seq, kind, ts, data, turn)
+    return Event.from_json(obj)

@@ -362,5 +362,4 @@ def event_of(line: bytes) -> Event:
     than importing orjson (`harness todos ID` imports nothing else that needs it)."""
     import json
 
-    obj = json.loads(line)
-    return Event(obj["seq"], obj["type"], obj["ts"], obj["data"], obj.get("turn"))
+    return Event.from_json(json.loads(line))
