@@ -327,3 +327,41 @@ def test_serve_queue_without_a_queue_for_the_store_is_one_line(tmp_path: Path) -
         f"file://{tmp_path}: install harness-worker and name a PostgreSQL store "
         "(--store postgresql://...)"
     )
+
+
+def test_serve_queue_removes_a_waiting_turn_and_cancels_a_running_one(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """The page's remove and stop buttons under --queue: a waiting prompt leaves the queue
+    (it never runs), and a turn running on a worker ends `cancelled` there."""
+    from web_support import serve
+
+    runs = tmp_path / "runs"
+    slow = bash_call(f"echo run >> {runs}; sleep 30")
+    model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "never"}])
+    with serve(
+        tmp_path / "home", "--queue", "--model", model, env={"HARNESS_STORE": url}
+    ) as served:
+        with served.client(timeout=60) as client:
+            session = client.post("/api/sessions", json={}).json()["id"]
+            for prompt in ("keep", "drop"):
+                client.post(f"/api/sessions/{session}/turns", json={"prompt": prompt})
+            removed = client.request(
+                "DELETE", f"/api/sessions/{session}/queue", json={"position": 2, "prompt": "drop"}
+            )
+            assert removed.status_code == 200, removed.text
+            snapshot = client.get(f"/api/sessions/{session}/history").json()["snapshot"]
+            assert snapshot["queued"] == ["keep"]
+            workers.append(Worker(url, "c", tmp_path))
+            deadline = time.monotonic() + 60
+            while not runs.exists():
+                assert time.monotonic() < deadline, "the turn never started"
+                time.sleep(0.1)
+            cancelled = client.post(f"/api/sessions/{session}/cancel")
+            assert cancelled.json() == {"cancelled": True}
+            page = served.wait_idle(session, timeout=60)
+    ends = [e["data"] for e in page["events"] if e["type"] == "turn/end"]
+    assert [end["status"] for end in ends] == ["cancelled"]
+    texts = [e["data"]["text"] for e in page["events"] if e["type"] == "message/user"]
+    assert texts == ["keep"]
+    assert "Traceback" not in workers[0].text() and runs.read_text() == "run\n"

@@ -197,6 +197,15 @@ class TurnQueue(Protocol):
         """Whether a turn of the session runs, and the prompts waiting behind it, in order."""
         ...
 
+    def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
+        """Drop the prompt `state` lists at `position` (1-based) if it is still `prompt`
+        there; False when the queue changed meanwhile (it started, or moved)."""
+        ...
+
+    def cancel(self, session_id: str) -> bool:
+        """Cancel the session's running turn, wherever it runs; False when none runs."""
+        ...
+
     def close(self) -> None:
         """Let go of the queue's connections (the server stops)."""
         ...

@@ -252,9 +252,12 @@ class Hub:
 
     def snapshot(self, live: _Live) -> dict[str, Any]:
         session = live.session
-        running, queued = (
-            live.queue_state if self.web.queue is not None else (session.busy, session.queued)
-        )
+        if self.web.queue is not None:
+            # A cancelled turn leaves the queue at once and ends on its worker a moment later.
+            running = live.queue_state[0] or live.snapshot.conversation.turn.open is not None
+            queued = live.queue_state[1]
+        else:
+            running, queued = session.busy, session.queued
         return {
             "seq": live.snapshot.seq,
             **live.snapshot.fields(),
@@ -445,12 +448,19 @@ class Hub:
     async def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
         """Drop a queued prompt (see SessionRuntime.unqueue); the page hears it at once."""
         live = await self.live(session_id)
-        dropped = live.session.unqueue(position, prompt)
+        queue = self.web.queue
+        if queue is None:
+            dropped = live.session.unqueue(position, prompt)
+        else:
+            dropped = await asyncio.to_thread(queue.unqueue, session_id, position, prompt)
+            live.queue_state = await asyncio.to_thread(queue.state, session_id)
         self.ship_snapshot(live)
         return dropped
 
     async def cancel(self, session_id: str) -> bool:
         live = await self.live(session_id)
+        if self.web.queue is not None:
+            return await asyncio.to_thread(self.web.queue.cancel, session_id)
         return live.session.cancel()
 
     # -- approval --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import _engine, _tables
 
 if TYPE_CHECKING:
-    from dbos import DBOSClient
+    from dbos import DBOSClient, WorkflowStatus
     from harness_core.log import Store
 
 __all__ = ["WorkerQueue"]
@@ -46,18 +46,39 @@ class WorkerQueue:
         return {"turn": (last.turn or 0) + 1 if last is not None else 1}
 
     def state(self, session_id: str) -> tuple[bool, list[str]]:
+        running, waiting = self._flows(session_id)
+        return running is not None, [_prompt(flow.input) for flow in waiting]
+
+    def _flows(self, session_id: str) -> tuple[WorkflowStatus | None, list[WorkflowStatus]]:
+        """The session's running workflow, if any, and its waiting ones, oldest first."""
         flows = self._queue().list_queued_workflows(
             queue_name=_engine.QUEUE,
             attributes={"session": session_id},
             load_output=False,
         )
-        running = any(flow.status == "PENDING" for flow in flows)
+        running = next((flow for flow in flows if flow.status == "PENDING"), None)
         waiting = sorted(
-            (flow.created_at or 0, _prompt(flow.input))
-            for flow in flows
-            if flow.status == "ENQUEUED"
+            (flow for flow in flows if flow.status == "ENQUEUED"),
+            key=lambda flow: flow.created_at or 0,
         )
-        return running, [prompt for _, prompt in waiting]
+        return running, waiting
+
+    def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
+        """A cancelled workflow that never started is never run: that is the removal."""
+        _, waiting = self._flows(session_id)
+        if not 1 <= position <= len(waiting) or _prompt(waiting[position - 1].input) != prompt:
+            return False
+        self._queue().cancel_workflow(waiting[position - 1].workflow_id)
+        return True
+
+    def cancel(self, session_id: str) -> bool:
+        """The worker running it sees the cancellation within a second and cancels the turn
+        as Ctrl-C would (`_turn.py`)."""
+        running, _ = self._flows(session_id)
+        if running is None:
+            return False
+        self._queue().cancel_workflow(running.workflow_id)
+        return True
 
     def close(self) -> None:
         with self._connecting:

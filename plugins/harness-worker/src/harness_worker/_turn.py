@@ -46,6 +46,7 @@ logger = logging.getLogger("harness.worker")
 # database connection, at once when its process died; longer means someone else writes it.
 LOCK_WAIT: Final = 30.0
 CHECK_TIMEOUT: Final = 600.0
+CANCEL_POLL_SECONDS: Final = 0.5
 
 _host: WorkerHost | None = None
 
@@ -102,8 +103,9 @@ class WorkerHost:
 
     def run(self, job: dict[str, Any]) -> Summary:
         self._record(job, state="running")
+        workflow = DBOS.workflow_id  # this turn's, read here where DBOS's context is
         try:
-            turn, events = anyio.run(self._turn, job)
+            turn, events = anyio.run(self._turn, job, workflow)
             summary = self._summary(job, turn, events)
         except Exception as exc:  # the turn could not run: say why on its row and result
             logger.warning("turn of session %s failed: %s", job["session"], exc)
@@ -126,7 +128,9 @@ class WorkerHost:
             with _tables.connect(self.url) as conn:
                 _tables.record(conn, job, **fields)
 
-    async def _turn(self, job: dict[str, Any]) -> tuple[int, list[Event] | None]:
+    async def _turn(
+        self, job: dict[str, Any], workflow: str | None
+    ) -> tuple[int, list[Event] | None]:
         """The turn's number, and its events when this process ran all of it."""
         session = await self._open(job)
         seen: list[Event] = []
@@ -135,12 +139,16 @@ class WorkerHost:
             assert session.log is not None  # held for the turn
             turn = _claim(session.log.next_turn)
             start = session.log.latest("turn/start")
-            if start is None or start.turn is None or start.turn < turn:
-                await session.run(job["prompt"], job.get("model"))
-                return turn, seen
-            if _is_open(session.log, start):
-                await session.go_on(job.get("model"))
-            return turn, None
+            async with anyio.create_task_group() as group:
+                if workflow is not None:
+                    group.start_soon(_cancel_when_asked, session, workflow)
+                if start is None or start.turn is None or start.turn < turn:
+                    await session.run(job["prompt"], job.get("model"))
+                elif _is_open(session.log, start):
+                    await session.go_on(job.get("model"))
+                    seen = []  # part of the turn is another process's: read it back
+                group.cancel_scope.cancel()
+            return turn, seen or None
         finally:
             await session.aclose()
 
@@ -184,6 +192,17 @@ class WorkerHost:
             plan_used=any(e.type == "todo/write" for e in events),
             check=_check(job),
         )
+
+
+async def _cancel_when_asked(session: SessionRuntime, workflow: str) -> None:
+    """Cancel the turn when its workflow is cancelled (`serve --queue`'s stop button asks
+    DBOS, from another machine): the turn ends `cancelled` as Ctrl-C would end it."""
+    while True:
+        await anyio.sleep(CANCEL_POLL_SECONDS)
+        status = await anyio.to_thread.run_sync(DBOS.get_workflow_status, workflow)
+        if status is not None and status.status == "CANCELLED":
+            session.cancel()
+            return
 
 
 def _is_open(log: SessionLog, start: Event) -> bool:
