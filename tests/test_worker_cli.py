@@ -246,10 +246,15 @@ def test_a_batch_with_checks_and_variants_compares_them(
     without = next(t for t in report["tasks"] if t["variant"] == "no-todo")
     result = next(e for e in events(url, without["session"]) if e["type"] == "tool/result")
     assert result["data"]["is_error"]
-    text = run_cli("batch", "status", batch, "--store", url)
+    page = tmp_path / "report.html"
+    text = run_cli("batch", "status", batch, "--store", url, "--html", str(page))
     header = text.stdout.splitlines()[1].split()
     assert header == ["todo", "no-todo", "default"]
     assert "plan used" in text.stdout and "100%" in text.stdout and "0%" in text.stdout
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and f"<h1>batch {batch}</h1>" in html
+    assert "<th>todo</th><th>no-todo</th><th>default</th>" in html
+    assert html.count('class="bar pass"') == 3 and without["session"] in html
 
 
 def test_a_bad_task_line_queues_nothing(url: str, tmp_path: Path) -> None:
@@ -339,27 +344,27 @@ def test_serve_queue_removes_a_waiting_turn_and_cancels_a_running_one(
     runs = tmp_path / "runs"
     slow = bash_call(f"echo run >> {runs}; sleep 30")
     model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "never"}])
-    with serve(
-        tmp_path / "home", "--queue", "--model", model, env={"HARNESS_STORE": url}
-    ) as served:
-        with served.client(timeout=60) as client:
-            session = client.post("/api/sessions", json={}).json()["id"]
-            for prompt in ("keep", "drop"):
-                client.post(f"/api/sessions/{session}/turns", json={"prompt": prompt})
-            removed = client.request(
-                "DELETE", f"/api/sessions/{session}/queue", json={"position": 2, "prompt": "drop"}
-            )
-            assert removed.status_code == 200, removed.text
-            snapshot = client.get(f"/api/sessions/{session}/history").json()["snapshot"]
-            assert snapshot["queued"] == ["keep"]
-            workers.append(Worker(url, "c", tmp_path))
-            deadline = time.monotonic() + 60
-            while not runs.exists():
-                assert time.monotonic() < deadline, "the turn never started"
-                time.sleep(0.1)
-            cancelled = client.post(f"/api/sessions/{session}/cancel")
-            assert cancelled.json() == {"cancelled": True}
-            page = served.wait_idle(session, timeout=60)
+    with (
+        serve(tmp_path / "home", "--queue", "--model", model, env={"HARNESS_STORE": url}) as served,
+        served.client(timeout=60) as client,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        for prompt in ("keep", "drop"):
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": prompt})
+        removed = client.request(
+            "DELETE", f"/api/sessions/{session}/queue", json={"position": 2, "prompt": "drop"}
+        )
+        assert removed.status_code == 200, removed.text
+        snapshot = client.get(f"/api/sessions/{session}/history").json()["snapshot"]
+        assert snapshot["queued"] == ["keep"]
+        workers.append(Worker(url, "c", tmp_path))
+        deadline = time.monotonic() + 60
+        while not runs.exists():
+            assert time.monotonic() < deadline, "the turn never started"
+            time.sleep(0.1)
+        cancelled = client.post(f"/api/sessions/{session}/cancel")
+        assert cancelled.json() == {"cancelled": True}
+        page = served.wait_idle(session, timeout=60)
     ends = [e["data"] for e in page["events"] if e["type"] == "turn/end"]
     assert [end["status"] for end in ends] == ["cancelled"]
     texts = [e["data"]["text"] for e in page["events"] if e["type"] == "message/user"]
