@@ -177,7 +177,9 @@ def _clock(seconds: float) -> str:
 # -- status ----------------------------------------------------------------------------------
 
 
-def status(runtime: Runtime, batch: str, *, as_json: bool, out: TextIO) -> int:
+def status(
+    runtime: Runtime, batch: str, *, as_json: bool, out: TextIO, html: str | None = None
+) -> int:
     url = _engine.database_url(runtime.store)
     with _tables.connect(url) as conn:
         _tables.ensure(conn)
@@ -185,6 +187,10 @@ def status(runtime: Runtime, batch: str, *, as_json: bool, out: TextIO) -> int:
     if not tasks:
         raise CommandError(f"no batch {batch} in {runtime.store.url}")
     report = _report(batch, tasks)
+    if html is not None:
+        from . import _html
+
+        _html.write(report, Path(html))
     if as_json:
         json.dump(report, out)
         print(file=out)
@@ -265,31 +271,34 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
     )
     variants = report["variants"]
     names = list(variants)
-    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-        ("tasks", lambda v: str(v["tasks"])),
-        ("passed", lambda v: f"{v['passed']}/{v['checked']}" if v["checked"] else "-"),
-        ("pass rate", lambda v: _percent(v["pass_rate"])),
-        ("mean steps", lambda v: _number(v["mean_steps"])),
-        ("mean input tokens", lambda v: _number(v["mean_tokens"]["input"])),
-        ("mean output tokens", lambda v: _number(v["mean_tokens"]["output"])),
-        ("mean cached tokens", lambda v: _number(v["mean_tokens"]["cached"])),
-        ("mean seconds", lambda v: _number(v["mean_seconds"])),
-        ("plan used", lambda v: _percent(v["plan_used"])),
-    ]
-    width = max(len(label) for label, _ in rows)
+    width = max(len(label) for label, _ in VARIANT_ROWS)
     columns = [max(len(name), 10) for name in names]
     print(
         f"{'':{width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, columns, strict=True)),
         file=out,
     )
-    for label, cell in rows:
+    for label, cell in VARIANT_ROWS:
         cells = "  ".join(f"{cell(variants[n]):>{w}}" for n, w in zip(names, columns, strict=True))
         print(f"{label:{width}}  {cells}", file=out)
 
 
-def _percent(value: float | None) -> str:
+def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def _number(value: float | None) -> str:
+def number(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
+
+
+# A variant's figures as `status` shows them, one row each, in the text and the HTML report.
+VARIANT_ROWS: Final[list[tuple[str, Callable[[dict[str, Any]], str]]]] = [
+    ("tasks", lambda v: str(v["tasks"])),
+    ("passed", lambda v: f"{v['passed']}/{v['checked']}" if v["checked"] else "-"),
+    ("pass rate", lambda v: percent(v["pass_rate"])),
+    ("mean steps", lambda v: number(v["mean_steps"])),
+    ("mean input tokens", lambda v: number(v["mean_tokens"]["input"])),
+    ("mean output tokens", lambda v: number(v["mean_tokens"]["output"])),
+    ("mean cached tokens", lambda v: number(v["mean_tokens"]["cached"])),
+    ("mean seconds", lambda v: number(v["mean_seconds"])),
+    ("plan used", lambda v: percent(v["plan_used"])),
+]

@@ -212,6 +212,9 @@ def _configure_batch(parser: ArgumentParser) -> None:
     parser.add_argument("--model", metavar="SPEC", help="the model of tasks that name none")
     parser.add_argument("--wait", action="store_true", help="show progress until every task ends")
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
+    parser.add_argument(
+        "--html", metavar="FILE", help="status: also write the report to FILE as one HTML page"
+    )
     parser.add_argument("target", metavar="FILE.jsonl|status", help="tasks, one JSON per line")
     parser.add_argument("batch", nargs="?", metavar="ID", help="the batch (with status)")
 
@@ -222,10 +225,12 @@ def _batch(args: Namespace, ctx: CommandContext) -> int:
     runtime = runtime_of(ctx)
     if args.target == "status":
         if not args.batch:
-            raise CommandError("name the batch: harness batch status ID [--json]")
-        return _batch.status(runtime, args.batch, as_json=args.json, out=ctx.stdout)
+            raise CommandError("name the batch: harness batch status ID [--json] [--html FILE]")
+        return _batch.status(runtime, args.batch, as_json=args.json, out=ctx.stdout, html=args.html)
     if args.batch:
         raise CommandError(f"unexpected argument {args.batch!r}: harness batch FILE.jsonl")
+    if args.html:
+        raise CommandError("--html goes with status: harness batch status ID --html FILE")
     return _batch.submit(runtime, args.target, args.model, wait=args.wait, out=ctx.stdout)
 
 
@@ -237,5 +242,6 @@ BATCH: Final = Command(
     description="`harness batch FILE.jsonl` makes one session per line of FILE, each with one "
     'queued turn: {"prompt": ..., "model"?, "check"?, "cwd"?, "variant"?, "disable"?}. It '
     "prints `batch ID` first; --wait shows progress and exits 0 when every turn completed. "
-    "`harness batch status ID [--json]` counts the tasks and compares the variants.",
+    "`harness batch status ID [--json] [--html FILE]` counts the tasks and compares the "
+    "variants; --html also writes that report to FILE as a self-contained HTML page.",
 )
