@@ -64,7 +64,10 @@ def build_model(spec: str, options: Mapping[str, Any], env: Mapping[str, str]) -
         raise ModelConfigError(f"{provider}:{model_name} needs an API key: set {preset.key_env}")
     base_url = options.get("base_url") or env.get(preset.base_url_env) or preset.default_base_url
     # the openai SDK loads only here
-    from .openai_compat import DEFAULT_TIMEOUT, OpenAICompatModel, RetryPolicy, read_timeout
+    import openai
+
+    from ._retry import read_timeout
+    from .openai_compat import OpenAICompatModel, RetryPolicy
 
     timeout, retries = options.get("timeout"), options.get("retries")
     return OpenAICompatModel(
@@ -74,7 +77,7 @@ def build_model(spec: str, options: Mapping[str, Any], env: Mapping[str, str]) -
         provider=provider,
         key_env=preset.key_env,
         retry=RetryPolicy() if retries is None else RetryPolicy(attempts=retries + 1),
-        timeout=DEFAULT_TIMEOUT if timeout is None else read_timeout(timeout),
+        timeout=read_timeout(openai.Timeout, timeout),
         context_window=preset.context_window,
     )
 

@@ -8,9 +8,9 @@ plugin's provider), so a retry count and a failure's message mean the same every
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from ..sanitize import one_line
 
@@ -20,6 +20,7 @@ __all__ = [
     "RetryPolicy",
     "attempts_text",
     "error_cause",
+    "read_timeout",
     "retry_after",
     "retryable",
     "status_message",
@@ -30,6 +31,17 @@ ERROR_WIDTH: Final = 300  # characters of a provider's error message shown
 # seconds; a longer Retry-After falls back to our backoff, so the attempts run out soon
 # instead of hanging the turn for an hour.
 _MAX_RETRY_AFTER: Final = 60.0
+
+_T = TypeVar("_T")
+
+
+def read_timeout(timeout: Callable[..., _T], seconds: float | None = None) -> _T:
+    """An SDK's `Timeout` (openai's, anthropic's: both httpx's) with every provider's bounds.
+    `read` bounds the silence between two bytes of a stream, not the whole answer: a long
+    answer that keeps streaming never times out, a stalled connection does. `seconds` (the
+    `model_timeout` setting) replaces its default of 180."""
+    read = 180.0 if seconds is None else seconds
+    return timeout(connect=10.0, read=read, write=60.0, pool=30.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,25 +39,18 @@ from ._retry import (
     RetryPolicy,
     attempts_text,
     error_cause,
+    read_timeout,
     retry_after,
     retryable,
     status_message,
     transport_message,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy", "read_timeout"]
+__all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy"]
 
 logger = logging.getLogger("harness.models")
 
-# `read` bounds the silence between two bytes of a stream, not the whole answer: a long answer
-# that keeps streaming never times out, a stalled connection does.
-DEFAULT_TIMEOUT: Final = openai.Timeout(connect=10.0, read=180.0, write=60.0, pool=30.0)
-
-
-def read_timeout(seconds: float) -> openai.Timeout:
-    """DEFAULT_TIMEOUT with another `read` bound (the `model_timeout` setting)."""
-    base = DEFAULT_TIMEOUT
-    return openai.Timeout(connect=base.connect, read=seconds, write=base.write, pool=base.pool)
+DEFAULT_TIMEOUT: Final = read_timeout(openai.Timeout)
 
 
 # Providers that want `reasoning_content` back on assistant messages. DeepSeek's thinking mode

@@ -51,7 +51,10 @@ def build(model: str, options: Mapping[str, Any], env: Mapping[str, str]) -> Ant
     if not api_key:
         raise ModelError(f"anthropic:{model_name} needs an API key: set {KEY_ENV}")
     max_tokens = _count(env, MAX_TOKENS_ENV)
-    from ._model import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, AnthropicModel, RetryPolicy
+    import anthropic
+    from harness_core.models import read_timeout
+
+    from ._model import DEFAULT_MAX_TOKENS, AnthropicModel, RetryPolicy
 
     timeout, retries = options.get("timeout"), options.get("retries")
     return AnthropicModel(
@@ -59,7 +62,7 @@ def build(model: str, options: Mapping[str, Any], env: Mapping[str, str]) -> Ant
         api_key=api_key,
         base_url=options.get("base_url") or env.get(BASE_URL_ENV) or None,
         retry=RetryPolicy() if retries is None else RetryPolicy(attempts=retries + 1),
-        timeout=DEFAULT_TIMEOUT if timeout is None else _read_timeout(timeout),
+        timeout=read_timeout(anthropic.Timeout, timeout),
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         thinking_budget=_count(env, THINKING_ENV),
     )
@@ -74,11 +77,3 @@ def _count(env: Mapping[str, str], variable: str) -> int | None:
 
         raise ModelError(f"{variable} must be a positive number of tokens, got {value!r}")
     return int(value)
-
-
-def _read_timeout(seconds: float) -> Any:
-    import anthropic
-
-    from ._model import DEFAULT_TIMEOUT as base
-
-    return anthropic.Timeout(connect=base.connect, read=seconds, write=base.write, pool=base.pool)

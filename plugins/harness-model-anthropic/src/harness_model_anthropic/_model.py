@@ -29,6 +29,7 @@ from harness_core.models import (
     RetryPolicy,
     Thinking,
     error_cause,
+    read_timeout,
     retry_after,
     retryable,
     status_message,
@@ -42,8 +43,7 @@ __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TIMEOUT", "AnthropicModel", "RetryPoli
 
 logger = logging.getLogger("harness.models")
 DEFAULT_MAX_TOKENS: Final = 8192
-# `read` bounds the silence between two bytes of the stream, not the whole answer.
-DEFAULT_TIMEOUT: Final = anthropic.Timeout(connect=10.0, read=180.0, write=60.0, pool=30.0)
+DEFAULT_TIMEOUT: Final = read_timeout(anthropic.Timeout)
 # An error event inside a 200 stream has no status of its own: its type says which.
 _EVENT_STATUS: Final = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}
 _TOO_LONG: Final = re.compile(r"prompt is too long|context (length|window)", re.IGNORECASE)
