@@ -200,15 +200,15 @@ class Bridge:
         """A new session in `cwd` (session_id None) or an existing one, as this connection's:
         its writer taken (a crashed turn closed), its client's MCP servers started."""
         assert self.client is not None, "the connection calls on_connect first"
+        stop: Callable[[], None] | None = None
         try:
             tools, stop = self._client_tools(mcp_servers or [], cwd)
-            try:
-                runtime = self.runtime.open(session_id, model, tools=tools, cwd=cwd)
-            except BaseException:
-                if stop is not None:
-                    stop()
+            runtime = self.runtime.open(session_id, model, tools=tools, cwd=cwd)
+        except BaseException as exc:
+            if stop is not None:  # the client's MCP servers started: stop them again
+                stop()
+            if not isinstance(exc, Exception):
                 raise
-        except Exception as exc:
             await model.aclose()
             if isinstance(exc, SessionNotFound):
                 raise RequestError(INVALID_PARAMS, one_line(str(exc), 2000)) from None
