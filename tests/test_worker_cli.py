@@ -17,7 +17,15 @@ from typing import Any
 import psycopg
 import pytest
 from harness_store_postgres.testing import fresh_schema, initialised, server_url
-from test_cli_support import HARNESS, bash_call, child_env, run_cli, todo_call, write_script
+from test_cli_support import (
+    HARNESS,
+    Terminal,
+    bash_call,
+    child_env,
+    run_cli,
+    todo_call,
+    write_script,
+)
 
 
 @pytest.fixture
@@ -255,6 +263,41 @@ def test_a_batch_with_checks_and_variants_compares_them(
     assert html.startswith("<!DOCTYPE html>") and f"<h1>batch {batch}</h1>" in html
     assert "<th>todo</th><th>no-todo</th><th>default</th>" in html
     assert html.count('class="bar pass"') == 3 and without["session"] in html
+
+
+def test_batch_wait_on_a_terminal_redraws_one_progress_bar(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """On a real terminal --wait draws the bar on one line and redraws it in place: all
+    queued while no worker runs, every task done once one has, then the summary below."""
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"prompt": f"task {n}"}) + "\n" for n in range(3)))
+    terminal = Terminal("batch", str(tasks), "--store", url, "--model", model, "--wait")
+    terminal.expect("0/3 queued 3 · running 0 · done 0 · failed 0", timeout=60)
+    first, bar = terminal.lines[:2]
+    assert first.startswith("batch ") and bar == (
+        f"[{'.' * 24}] 0/3 queued 3 · running 0 · done 0 · failed 0"
+    )
+    workers.append(Worker(url, "bar", tmp_path))
+    assert terminal.wait(timeout=120) == 0
+    batch = first.removeprefix("batch ")
+    assert [line for line in terminal.lines if line] == [
+        first,
+        f"[{'#' * 24}] 3/3 queued 0 · running 0 · done 3 · failed 0",
+        f"batch {batch}: 3 done, 0 failed, 0 passed their check",
+    ]
+    assert terminal.raw.count(b"\r\x1b[2K[") >= 2  # redrawn in place, never a new line
+
+
+def test_html_goes_with_status_only(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"prompt": "p"}\n')
+    refused = run_cli("batch", str(tasks), "--html", "r.html", "--store", f"file://{tmp_path}")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "harness: error: --html goes with status: harness batch status ID --html FILE"
+    )
 
 
 def test_a_bad_task_line_queues_nothing(url: str, tmp_path: Path) -> None:
