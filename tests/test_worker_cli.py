@@ -413,3 +413,38 @@ def test_serve_queue_removes_a_waiting_turn_and_cancels_a_running_one(
     texts = [e["data"]["text"] for e in page["events"] if e["type"] == "message/user"]
     assert texts == ["keep"]
     assert "Traceback" not in workers[0].text() and runs.read_text() == "run\n"
+
+
+def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """A worker that stops answering (SIGSTOP: its process and its connections stay, like a
+    machine cut off) holds its session's writer lock. Once its heartbeat lapses a peer ends
+    its connections, the lock goes with them, and the turn goes on on the peer; the frozen
+    worker, woken, finds its connection gone and leaves with one line."""
+    runs = tmp_path / "runs"
+    slow = bash_call(f"echo run >> {runs}; sleep 20")
+    model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Went on."}])
+    frozen = Worker(url, "frozen", tmp_path)
+    workers.append(frozen)
+    session = run_cli("submit", "--store", url, "--model", model, "work").stdout.split()[0]
+    deadline = time.monotonic() + 60
+    while not runs.exists():
+        assert time.monotonic() < deadline, "the slow call never started"
+        time.sleep(0.1)
+    frozen.process.send_signal(signal.SIGSTOP)
+    peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
+    workers.append(peer)
+    peer.expect("worker frozen is gone: 1 of its turns go back to the queue", timeout=60)
+    deadline = time.monotonic() + 60
+    while events(url, session)[-1]["type"] != "turn/end":
+        assert time.monotonic() < deadline, "the turn never went on"
+        time.sleep(0.2)
+    log = events(url, session)
+    assert log[-1]["data"]["status"] == "completed"
+    [result] = [e for e in log if e["type"] == "tool/result"]
+    assert "interrupted" in result["data"]["text"]
+    frozen.process.send_signal(signal.SIGCONT)
+    assert frozen.process.wait(timeout=30) == 1
+    assert "worker frozen lost its database connection" in frozen.text()
+    assert runs.read_text() == "run\n"

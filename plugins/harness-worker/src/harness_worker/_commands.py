@@ -7,7 +7,7 @@ whose database holds the sessions, DBOS's queue and harness-worker's tables.
 from __future__ import annotations
 
 from argparse import ArgumentParser, Namespace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 # This module loads for every command a plugin adds (`harness todos` too): what only the
 # worker needs (socket, signal, threading, os) is imported where it runs.
@@ -21,7 +21,9 @@ __all__ = ["BATCH", "SUBMIT", "WORKER"]
 BEAT_SECONDS: Final = 2.0
 # A worker whose heartbeat is this old is taken for dead even if its lock is still held (a
 # machine that vanished keeps its connections open until the server's keepalive gives up).
+# HARNESS_WORKER_LAPSE sets it, between 5 s and 60 s.
 LAPSE_SECONDS: Final = 30.0
+LAPSE_RANGE: Final = (5.0, 60.0)
 GRACE_SECONDS: Final = 30
 STORE_HELP: Final = "postgresql://USER@HOST/DATABASE (else HARNESS_STORE, else config store)"
 
@@ -75,8 +77,12 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
             "HARNESS_APPROVAL or config approval): pass --approval auto or --approval deny"
         )
     url = _engine.database_url(runtime.store)
+    lapse = _lapse(os.environ.get("HARNESS_WORKER_LAPSE"))
     runtime.use_sandbox(args.sandbox)
     worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
+    # Every connection this process makes names the worker (libpq reads PGAPPNAME), so a
+    # peer that takes it for dead can end them, and with them the locks they hold.
+    os.environ["PGAPPNAME"] = _tables.app_name(worker_id)
     conn = _tables.connect(url)
     schema = _engine.system_schema(_tables.ensure(conn))
     workers = _tables.Workers(conn, worker_id)
@@ -91,11 +97,27 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         file=ctx.stdout,
         flush=True,
     )
-    _watch(workers, ctx)
+    _watch(workers, lapse, ctx)
     return _stop(ctx)
 
 
-def _watch(workers: Any, ctx: CommandContext) -> None:
+def _lapse(text: str | None) -> float:
+    if text is None:
+        return LAPSE_SECONDS
+    low, high = LAPSE_RANGE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not low <= value <= high:
+        raise CommandError(
+            f"HARNESS_WORKER_LAPSE is {text!r}: give the seconds after which a silent worker "
+            f"is taken for dead, from {low:g} to {high:g}"
+        )
+    return value
+
+
+def _watch(workers: Any, lapse: float, ctx: CommandContext) -> None:
     """Beat, and hand back the turns of peers that are gone, until SIGTERM or Ctrl-C."""
     import signal
     import threading
@@ -106,8 +128,11 @@ def _watch(workers: Any, ctx: CommandContext) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     while not stop.wait(BEAT_SECONDS):
-        workers.beat()
-        gone = workers.gone(LAPSE_SECONDS)
+        try:
+            workers.beat()
+            gone = workers.gone(lapse)
+        except Exception as exc:  # psycopg's: the connection was ended, or the server left
+            _lost(workers.id, exc)
         if gone:
             for worker in gone:
                 count = _engine.recover([worker])
@@ -116,6 +141,23 @@ def _watch(workers: Any, ctx: CommandContext) -> None:
                     file=ctx.stdout,
                     flush=True,
                 )
+
+
+def _lost(worker_id: str, exc: Exception) -> NoReturn:
+    """This worker lost its database connection: a peer took it for dead (its heartbeat
+    lapsed) and ended its connections, or the server went away. Its turns are, or will be,
+    a peer's to recover: going on here could only race them, so it leaves at once."""
+    import os
+    import sys
+
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    print(
+        f"harness: error: worker {worker_id} lost its database connection ({reason}); "
+        "its turns go to the live workers: start it again to take turns",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(1)
 
 
 def _stop(ctx: CommandContext) -> int:

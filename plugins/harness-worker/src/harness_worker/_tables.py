@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Task", "Workers", "connect", "ensure", "insert_tasks", "record", "tasks"]
+__all__ = ["Task", "Workers", "app_name", "connect", "ensure", "insert_tasks", "record", "tasks"]
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS harness_workers (
@@ -51,6 +51,11 @@ CREATE TABLE IF NOT EXISTS harness_tasks (
 # Two processes making the tables at once would race on the catalog: one waits here.
 _SCHEMA_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('harness-worker schema'))"
 _ID_LOCK: Final = "hashtext('harness-worker ' || %s)"
+
+
+def app_name(worker_id: str) -> str:
+    """The `application_name` of every connection of the worker `worker_id`."""
+    return f"harness-worker {worker_id}"[:63]
 
 
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
@@ -115,8 +120,17 @@ class Workers:
                     (peer,),
                 ).fetchone()
                 if ended is not None:
+                    self._end_connections(str(peer))
                     gone.append(str(peer))
         return gone
+
+    def _end_connections(self, peer: str) -> None:
+        """End a silent peer's connections: the session writer lock it may hold goes with
+        them, so its turn can go on elsewhere (a process that is gone has none left)."""
+        self.conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (app_name(peer),),
+        )
 
     def _free(self, peer: str) -> bool:
         row = self.conn.execute(f"SELECT pg_try_advisory_lock({_ID_LOCK})", (peer,)).fetchone()
