@@ -44,3 +44,15 @@ def test_harness_session_store_serves_the_schemes_a_plugin_knows(
         assert (tmp_path / "b" / "sessions" / f"{log.session_id}.jsonl").exists()
     with pytest.raises(SetupError, match=r"other://u:\[redacted\]@h \(other://\)"):
         runtime.open_store("other://u:password1234@h")
+
+
+@pytest.mark.parametrize("session_id", ["../escaped", "/tmp/abs", ".hidden", "a/b"])
+def test_adopting_an_id_that_is_not_one_writes_nothing(tmp_path: Path, session_id: str) -> None:
+    """`harness store copy` hands the file store ids from another store: one that would name
+    a path outside its sessions directory is refused before anything is written."""
+    from harness_core.log import SessionNotFound
+
+    store = SessionStore(tmp_path / "home", conformance_registry())
+    with pytest.raises(SessionNotFound, match="is not a session id"):
+        store.adopt(session_id, [b'{"seq":0}'])
+    assert not list(tmp_path.rglob("*escaped*")) and not (tmp_path / "home").exists()

@@ -160,11 +160,14 @@ class SessionStore:
         session of that id appearing meanwhile is refused, never overwritten)."""
         from ._file import fsync_dir
 
+        if not _VALID_ID.fullmatch(session_id):  # an id from another store: never a path
+            raise SessionNotFound(f"{session_id!r} is not a session id")
+        target = self.directory / f"{session_id}.jsonl"
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.directory.mkdir(mode=0o700, exist_ok=True)
         aside = self._aside(session_id, "copying", b"".join(line + b"\n" for line in lines))
         try:
-            os.link(aside, self.directory / f"{session_id}.jsonl")
+            os.link(aside, target)
             fsync_dir(self.directory)
         finally:
             aside.unlink(missing_ok=True)

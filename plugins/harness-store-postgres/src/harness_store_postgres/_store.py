@@ -189,7 +189,11 @@ class PostgresStore:
         writer = self.connect()
         try:
             with translated(self.raw_url, f"cannot create session {session_id}"):
-                writer.execute(LOCK, (session_id,))
+                locked = writer.execute(LOCK, (session_id,)).fetchone()
+            if not (locked and locked[0]):  # another writer is making the same id right now
+                from harness_core.log import SessionLocked
+
+                raise SessionLocked(session_id, None, None)
         except BaseException:
             writer.close()
             raise
