@@ -378,9 +378,20 @@ function atEnd() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
 }
 
+// Where the page last scrolled itself to. Its own scroll's event arrives a frame later,
+// when more of a burst may have been drawn below: read then, the position would look like
+// a reader who scrolled up, and the page would stop following.
+let scrolledTo = -1;
 function toEnd() {
   const box = $("messages");
   box.scrollTop = box.scrollHeight;
+  scrolledTo = box.scrollTop;
+}
+
+function scrolled() {
+  const box = $("messages");
+  if (state.follow && box.scrollTop >= scrolledTo) return;  // not up: still following
+  state.follow = atEnd();
 }
 
 // Events arrive in bursts: the scroll waits for the next frame, so a burst lays out once.
@@ -490,6 +501,9 @@ async function mountDock(sessionId, generation) {
 
 const WHEN = formatter({ year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
                          timeZoneName: "short" });
+// This year's sessions leave the year out: the narrow list then has room for the count.
+const WHEN_THIS_YEAR = formatter({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+                                   timeZoneName: "short" });
 
 function sessionLink(s) {
   const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
@@ -497,7 +511,8 @@ function sessionLink(s) {
   if (s.id === state.id) { link.classList.add("current"); link.setAttribute("aria-current", "page"); }
   const small = el("small");
   const when = new Date(s.updated);
-  const updated = isNaN(when) ? s.updated : WHEN.format(when);
+  const thisYear = when.getFullYear() === new Date().getFullYear() ? WHEN_THIS_YEAR : WHEN;
+  const updated = isNaN(when) ? s.updated : thisYear.format(when);
   let drawing = 0;
   const draw = () => { drawing = 0; small.textContent = `${updated} · ${s.events} events`; };
   draw();
@@ -834,7 +849,7 @@ async function start() {
   };
   $("cancel").onclick = () => api(`/api/sessions/${state.id}/cancel`, { method: "POST" }).catch(showError);
   document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeDrawer(); });
-  $("messages").addEventListener("scroll", () => { state.follow = atEnd(); }, { passive: true });
+  $("messages").addEventListener("scroll", scrolled, { passive: true });
   // The dock grows (a plan, a queue): the reader at the end stays at the end.
   new ResizeObserver(() => { if (state.follow) toEnd(); }).observe($("messages"));
   older.observe($("older"));
