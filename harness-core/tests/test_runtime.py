@@ -157,6 +157,19 @@ async def test_go_on_without_an_open_turn_runs_nothing(runtime: Runtime) -> None
     assert [e.type for e in runtime.reader(log.session_id).events] == ["session/start"]
 
 
+async def test_cancel_right_after_submit_cancels_the_turn_about_to_start(
+    runtime: Runtime,
+) -> None:
+    """The stop button pressed as a turn begins (its task not yet run) stops that turn."""
+    session = runtime.open(None, Closing("m", ["never"]), approval=Approval("auto"), hold=False)
+    assert session.submit("first") == {"turn": 1}
+    assert session.cancel()
+    await idle(session)
+    await session.aclose()
+    events = runtime.reader(session.id).events
+    assert [e.data["status"] for e in events if e.type == "turn/end"] == ["cancelled"]
+
+
 async def test_cancel_ends_the_running_turn_and_only_it(runtime: Runtime) -> None:
     """cancel() with no turn running does nothing (the next turn is not cancelled)."""
     model = Closing("m", ["a", "b"])

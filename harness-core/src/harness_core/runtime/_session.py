@@ -208,8 +208,9 @@ class SessionRuntime:
         return True
 
     def cancel(self) -> bool:
-        """Cancel the running turn (a host's stop button); False when none runs."""
-        if self.agent is None or not self.running:
+        """Cancel the running turn, or the one submitted and about to start (a host's stop
+        button, pressed as the turn begins); False when none runs or is about to."""
+        if self.agent is None or not self.busy:
             return False
         self.agent.cancel()
         return True

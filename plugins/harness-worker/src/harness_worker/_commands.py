@@ -89,7 +89,7 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
     holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")
-    _turn.serve(_turn.WorkerHost(runtime, policy, url))
+    _turn.serve(_turn.WorkerHost(runtime, policy, url, args.concurrency))
     _engine.launch(url, schema, worker_id, args.concurrency)
     print(
         f"worker {worker_id}: taking turns from {redact_url(url)} "

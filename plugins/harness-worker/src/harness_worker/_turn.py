@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -96,12 +97,19 @@ class Summary:
 class WorkerHost:
     """Runs jobs on the process's runtime under the worker's approval policy."""
 
-    def __init__(self, runtime: Runtime, policy: Policy, url: str) -> None:
+    def __init__(self, runtime: Runtime, policy: Policy, url: str, concurrency: int = 1) -> None:
         self.runtime = runtime
         self.policy = policy
         self.url = url
+        # DBOS keeps one per-worker limit for the whole queue (the last worker started sets
+        # it): a worker started with a smaller --concurrency still holds itself to its own.
+        self._slots = threading.BoundedSemaphore(concurrency)
 
     def run(self, job: dict[str, Any]) -> Summary:
+        with self._slots:
+            return self._run(job)
+
+    def _run(self, job: dict[str, Any]) -> Summary:
         self._record(job, state="running")
         workflow = DBOS.workflow_id  # this turn's, read here where DBOS's context is
         try:
