@@ -153,3 +153,87 @@ async def _next_event(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> tuple
         kind, data = await queue.get()
         if kind == "event":
             return kind, data
+
+
+class Queued:
+    """A plugin's TurnQueue kept in memory: what a queue plugin (harness-worker) is asked."""
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[str, str, str | None]] = []
+        self.running = False
+        self.closed = False
+
+    def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, int]:
+        self.turns.append((session_id, prompt, spec))
+        return {"queued": len(self.turns)}
+
+    def state(self, session_id: str) -> tuple[bool, list[str]]:
+        return self.running, [prompt for sid, prompt, _ in self.turns if sid == session_id]
+
+    def unqueue(self, session_id: str, position: int, prompt: str) -> bool:
+        waiting = [turn for turn in self.turns if turn[0] == session_id]
+        if not 1 <= position <= len(waiting) or waiting[position - 1][1] != prompt:
+            return False
+        self.turns.remove(waiting[position - 1])
+        return True
+
+    def cancel(self, session_id: str) -> bool:
+        return self.running
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_harness_turn_queue_takes_the_turns_of_serve_queue(harness_home: Path) -> None:
+    """The first plugin that answers `harness_turn_queue` gets the page's turns: none runs in
+    the server, the snapshot's running and queued are the queue's, a waiting prompt is
+    removed through it, and it is closed with the hub."""
+    from harness_core.hosts import TurnQueue
+    from harness_core.log import Store
+    from harness_core.plugins import hookimpl
+
+    queue = Queued()
+
+    class Declines:
+        name, inject = "declines", ()
+
+        @hookimpl
+        def harness_turn_queue(self, store: Store) -> TurnQueue | None:
+            return None
+
+    class Queues:
+        name, inject = "queues", ()
+
+        @hookimpl
+        def harness_turn_queue(self, store: Store) -> TurnQueue | None:
+            return queue
+
+    runtime = Runtime(harness_home)
+    assert runtime.host.hooks.turn_queue(runtime.store) is None
+    for plugin in (Declines(), Queues()):
+        assert runtime.host.add(plugin).status == "loaded"
+    chosen = runtime.host.hooks.turn_queue(runtime.store)
+    assert chosen is queue
+    web = WebRuntime(
+        runtime=runtime,
+        make_model=lambda spec: Counted(),
+        default_model="counted",
+        cwd=str(harness_home),
+        queue=chosen,
+    )
+    hub = Hub(web)
+    session = await hub.create(None)
+    assert await hub.submit(session, "one", None) == {"queued": 1}
+    assert await hub.submit(session, "two", "counted") == {"queued": 2}
+    assert queue.turns == [(session, "one", "counted"), (session, "two", "counted")]
+    live = await hub.live(session)
+    assert not live.session.busy  # nothing runs in the server
+    snapshot = hub.snapshot(live)
+    assert (snapshot["running"], snapshot["queued"]) == (False, ["one", "two"])
+    assert await hub.unqueue(session, 2, "two") and not await hub.unqueue(session, 2, "two")
+    assert hub.snapshot(live)["queued"] == ["one"]
+    assert not await hub.cancel(session)
+    await hub.aclose()
+    assert queue.closed
+    events = runtime.reader(session).events
+    assert [e.type for e in events] == ["session/start"]  # the queue's workers write the turns
