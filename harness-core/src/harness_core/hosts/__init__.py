@@ -16,6 +16,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
     from ..sanitize import LABEL_WIDTH, clean, one_line, visible
+    from ._command import Command, CommandContext, CommandError
     from ._conversation import (
         Change,
         ChangeKind,
@@ -28,9 +29,6 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         compaction_line,
     )
     from ._extensions import (
-        Command,
-        CommandContext,
-        CommandError,
         DockEntry,
         McpServerSpec,
         SessionFold,
@@ -51,9 +49,9 @@ _EXPORTS = {
     "visible": _SANITIZE,
     "Change": "_conversation",
     "ChangeKind": "_conversation",
-    "Command": "_extensions",
-    "CommandContext": "_extensions",
-    "CommandError": "_extensions",
+    "Command": "_command",
+    "CommandContext": "_command",
+    "CommandError": "_command",
     "Conversation": "_conversation",
     "DockEntry": "_extensions",
     "Entry": "_conversation",

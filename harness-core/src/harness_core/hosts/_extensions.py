@@ -3,7 +3,8 @@
 A host renders projections of the log and offers slots; it holds no knowledge a plugin owns.
 These are the shapes of what fills the slots (see docs/hook-catalog.md for the hooks):
 
-- `Command`: a `harness` subcommand (`harness_cli_commands`);
+- `Command`: a `harness` subcommand (`harness_cli_commands`), in `_command.py`: a plugin's
+  command loads that alone, not the shapes below;
 - `TerminalStrip`: lines pinned under a terminal's output, folded from a session's events
   (`harness_terminal_strip`);
 - `SnapshotFields`: fields a host ships with a conversation snapshot, such as the web tail
@@ -19,22 +20,18 @@ from the log only, so every host and every replay shows the same thing.
 from __future__ import annotations
 
 import re
-from argparse import ArgumentParser, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-    from ..log import Event, Store
+    from ..log import Event
     from ..tools import ToolRegistry
 
 __all__ = [
-    "Command",
-    "CommandContext",
-    "CommandError",
     "DockEntry",
     "McpServerSpec",
     "SessionFold",
@@ -45,61 +42,7 @@ __all__ = [
     "TerminalStrip",
 ]
 
-_COMMAND_NAME: Final = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _SLOT: Final = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
-
-
-class CommandError(Exception):
-    """An expected failure of a command: one line on stderr, exit status `status`."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class CommandContext(Protocol):
-    """What a plugin's command gets from the CLI host besides its parsed arguments."""
-
-    @property
-    def home(self) -> Path:
-        """The data directory (`HARNESS_HOME`)."""
-        ...
-
-    @property
-    def stdout(self) -> TextIO:
-        """Where the command's output goes (machine-readable output: this stream only)."""
-        ...
-
-    @property
-    def store(self) -> Store:
-        """Where the sessions are (the configured store): `store.latest(id, types)` answers
-        "the newest event of these types" on every store, without a replay."""
-        ...
-
-    def read_events(self, session_id: str) -> Sequence[Event]:
-        """The session's events, replayed by a reader (no writer lock)."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """`harness NAME ...`: `configure` adds arguments, `run` returns the exit status.
-
-    `run` may raise CommandError for an expected failure. Import what the command needs
-    inside `run`: `harness --help` and the other commands do not pay for it.
-    """
-
-    name: str
-    help: str
-    run: Callable[[Namespace, CommandContext], int]
-    configure: Callable[[ArgumentParser], None] | None = None
-    description: str | None = None
-
-    def __post_init__(self) -> None:
-        if not _COMMAND_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"command name {self.name!r} must be lower-case letters, digits and dashes"
-            )
 
 
 @dataclass(frozen=True, slots=True)
