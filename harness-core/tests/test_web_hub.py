@@ -67,6 +67,25 @@ async def test_idle_sessions_past_the_limit_are_evicted_and_their_models_closed(
     assert all(m.closed for m in Counted.made)
 
 
+async def test_an_evicted_sessions_events_are_reclaimed(harness_home: Path) -> None:
+    """Opening a session freezes what its fold made (the collector skips it: no pause while
+    a large session opens); letting it go hands it back, so its reader is reclaimed even
+    where it holds reference cycles."""
+    import gc
+    import weakref
+
+    hub = hub_for(harness_home, max_sessions=1)
+    first = await hub.create(None)
+    reader = weakref.ref((await hub.live(first)).reader)
+    assert gc.get_freeze_count() > 0
+    await hub.create(None)  # the limit is one: the first session goes
+    await asyncio.sleep(0.05)
+    assert first not in hub.held() and gc.get_freeze_count() == 0
+    gc.collect()
+    assert reader() is None
+    await hub.aclose()
+
+
 async def test_a_session_with_a_listener_is_never_evicted(harness_home: Path) -> None:
     """Whoever watches a session keeps it held, whatever the limit."""
     hub = hub_for(harness_home, max_sessions=1)

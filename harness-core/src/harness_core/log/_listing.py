@@ -59,14 +59,19 @@ class SessionSummary:
 Row = list[Any]
 
 
-def list_sessions(directory: Path) -> list[SessionSummary]:
+def list_sessions(directory: Path, titles: list[str] | None = None) -> list[SessionSummary]:
     """A summary of every `*.jsonl` in `directory`, in no order; a file deleted meanwhile is
-    left out. The cache is read, and written back when a summary in it changed."""
+    left out. The cache is read, and written back when a summary in it changed. The names of
+    the `*.title` files the same scan saw are added to `titles` (one look at the directory
+    for both)."""
     try:
         with os.scandir(directory) as scan:
-            entries = [entry for entry in scan if entry.name.endswith(".jsonl")]
+            names = list(scan)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return []  # no sessions yet (or none this user may see)
+    entries = [entry for entry in names if entry.name.endswith(".jsonl")]
+    if titles is not None:  # not a file written aside (".ID.xxxx.title"), still being renamed
+        titles.extend(e.name for e in names if e.name.endswith(".title") and e.name[0] != ".")
     cache = cache_dir(directory) / _CACHE_NAME
     cached = _read_rows(cache)
     rows: dict[str, Row] = {}

@@ -189,15 +189,10 @@ class SessionStore:
             raise
         return aside
 
-    def _titles(self) -> dict[str, str]:
-        """The titles `rename` gave, by session id; an unreadable one is left out (the
-        listing then shows the first prompt)."""
+    def _titles(self, names: list[str]) -> dict[str, str]:
+        """The titles `rename` gave, from their files `names`, by session id; an unreadable
+        one is left out (the listing then shows the first prompt)."""
         titles = {}
-        try:
-            with os.scandir(self.directory) as scan:
-                names = [e.name for e in scan if e.name.endswith(".title") and e.name[0] != "."]
-        except OSError:
-            return {}
         for name in names:
             try:
                 fd = open_regular(self.directory / name)
@@ -221,8 +216,9 @@ class SessionStore:
 
     def list(self) -> list[SessionSummary]:
         """Every session file, most recently active first; unreadable ones last, with a problem."""
-        summaries = list_sessions(self.directory)
-        titles = self._titles()
+        titled: list[str] = []
+        summaries = list_sessions(self.directory, titled)
+        titles = self._titles(titled)
         if titles:
             summaries = [
                 dataclasses.replace(s, title=titles[s.id])
