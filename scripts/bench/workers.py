@@ -114,7 +114,7 @@ def steady(url: str, model: str) -> tuple[float, float]:
     runtime = Runtime()
     with _tables.connect(url) as conn:
         schema = _engine.system_schema(_tables.ensure(conn))
-    queue = _engine.client(url, schema)
+    queue = _engine.client(url)
     log = runtime.create()
     log.close()
     queued, parts = [], []

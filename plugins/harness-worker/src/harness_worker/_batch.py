@@ -36,7 +36,7 @@ def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: T
     for spec in {task.get("model") or model for task in tasks} - {None}:
         runtime.model(spec)  # a spec no plugin provides fails here, before anything is queued
     with _tables.connect(url) as conn:
-        queue = _engine.client(url, _engine.system_schema(_tables.ensure(conn)))
+        queue = _engine.client(url)
         batch = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         jobs = [_job(runtime, batch, index, task, model) for index, task in enumerate(tasks)]
         rows = [

@@ -201,7 +201,7 @@ def _configure_submit(parser: ArgumentParser) -> None:
 def _submit(args: Namespace, ctx: CommandContext) -> int:
     from harness_core.runtime import utf8_text
 
-    from . import _engine, _follow, _tables
+    from . import _engine, _follow
 
     runtime = runtime_of(ctx)
     prompt = utf8_text(args.prompt, "the prompt", "convert it to UTF-8 first")
@@ -210,9 +210,7 @@ def _submit(args: Namespace, ctx: CommandContext) -> int:
     url = _engine.database_url(runtime.store)
     if args.model:
         runtime.model(args.model)  # a spec no plugin provides fails here, not on a worker
-    with _tables.connect(url) as conn:
-        schema = _engine.system_schema(_tables.ensure(conn))
-    queue = _engine.client(url, schema)  # reached before a session is made for the turn
+    queue = _engine.client(url)  # reached before a session is made for the turn
     session_id = _session(runtime, args.session)
     job = {"session": session_id, "prompt": prompt, "model": args.model}
     workflow = _engine.enqueue(queue, job)

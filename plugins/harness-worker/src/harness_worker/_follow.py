@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["follow"]
 
-POLL_SECONDS: Final = 0.1
+POLL_SECONDS: Final = 0.02
 EXIT_CANCELLED: Final = 130
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import _engine, _tables
+from . import _engine
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, WorkflowStatus
@@ -31,9 +31,7 @@ class WorkerQueue:
     def _queue(self) -> DBOSClient:
         with self._connecting:
             if self._client is None:
-                with _tables.connect(self.url) as conn:
-                    schema = _engine.system_schema(_tables.ensure(conn))
-                self._client = _engine.client(self.url, schema)
+                self._client = _engine.client(self.url)
             return self._client
 
     def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, int]:

@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Task", "Workers", "app_name", "connect", "ensure", "insert_tasks", "record", "tasks"]
+__all__ = [
+    "Task",
+    "Workers",
+    "app_name",
+    "connect",
+    "ensure",
+    "exists",
+    "insert_tasks",
+    "record",
+    "tasks",
+]
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS harness_workers (
@@ -71,6 +81,13 @@ def ensure(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
         conn.execute(SCHEMA)
     row = conn.execute("SELECT current_schema()").fetchone()
     return str(row[0]) if row else "public"
+
+
+def exists(conn: psycopg.Connection[tuple[Any, ...]], schema: str, table: str) -> bool:
+    row = conn.execute(
+        "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text))", (schema, table)
+    ).fetchone()
+    return bool(row and row[0])
 
 
 class Workers:
