@@ -36,14 +36,14 @@ def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: T
     for spec in {task.get("model") or model for task in tasks} - {None}:
         runtime.model(spec)  # a spec no plugin provides fails here, before anything is queued
     with _tables.connect(url) as conn:
-        queue = _engine.client(url)
+        schema = _engine.queue_schema(conn, url)
         batch = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         jobs = [_job(runtime, batch, index, task, model) for index, task in enumerate(tasks)]
         rows = [
             (
                 job["position"],
                 job["session"],
-                f"{batch}-{job['position']}",
+                _workflow_id(job),
                 job["variant"],
                 bool(job["check"]),
             )
@@ -51,11 +51,15 @@ def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: T
         ]
         _tables.insert_tasks(conn, batch, rows)
         for job in jobs:
-            _engine.enqueue(queue, job, workflow_id=f"{batch}-{job['position']}")
+            _engine.enqueue(conn, schema, job, workflow_id=_workflow_id(job))
         print(f"batch {batch}", file=out, flush=True)
         if not wait:
             return 0
         return _progress(conn, batch, out)
+
+
+def _workflow_id(job: dict[str, Any]) -> str:
+    return f"{job['session']}/{job['batch']}-{job['position']}"
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

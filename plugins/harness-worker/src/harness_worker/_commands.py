@@ -201,7 +201,7 @@ def _configure_submit(parser: ArgumentParser) -> None:
 def _submit(args: Namespace, ctx: CommandContext) -> int:
     from harness_core.runtime import utf8_text
 
-    from . import _engine, _follow
+    from . import _engine, _follow, _tables
 
     runtime = runtime_of(ctx)
     prompt = utf8_text(args.prompt, "the prompt", "convert it to UTF-8 first")
@@ -210,14 +210,15 @@ def _submit(args: Namespace, ctx: CommandContext) -> int:
     url = _engine.database_url(runtime.store)
     if args.model:
         runtime.model(args.model)  # a spec no plugin provides fails here, not on a worker
-    queue = _engine.client(url)  # reached before a session is made for the turn
-    session_id = _session(runtime, args.session)
-    job = {"session": session_id, "prompt": prompt, "model": args.model}
-    workflow = _engine.enqueue(queue, job)
-    print(session_id, file=ctx.stdout, flush=True)
-    if not args.wait:
-        return 0
-    return _follow.follow(runtime, queue, session_id, workflow, ctx.stdout)
+    with _tables.connect(url) as conn:
+        schema = _engine.queue_schema(conn, url)  # reached before the turn's session is made
+        session_id = _session(runtime, args.session)
+        job = {"session": session_id, "prompt": prompt, "model": args.model}
+        workflow = _engine.enqueue(conn, schema, job)
+        print(session_id, file=ctx.stdout, flush=True)
+        if not args.wait:
+            return 0
+        return _follow.follow(runtime, (conn, schema), session_id, workflow, ctx.stdout)
 
 
 def _session(runtime: Runtime, session_id: str | None) -> str:

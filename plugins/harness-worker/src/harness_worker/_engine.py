@@ -19,7 +19,10 @@ from harness_core.hosts import CommandError
 from harness_core.log import Store, StoreError, redact_url
 
 if TYPE_CHECKING:
-    from dbos import DBOSClient, WorkflowHandle
+    import psycopg
+    from dbos import DBOSClient
+
+    Connection = psycopg.Connection[tuple[Any, ...]]
 
 __all__ = [
     "QUEUE",
@@ -29,6 +32,8 @@ __all__ = [
     "database_url",
     "enqueue",
     "launch",
+    "outcome",
+    "queue_schema",
     "quiet_dbos",
     "recover",
     "system_schema",
@@ -102,44 +107,83 @@ def system_schema(store_schema: str) -> str:
     return "dbos" if store_schema == "public" else f"dbos_{store_schema}"[:63]
 
 
-def client(url: str) -> DBOSClient:
-    """A client of the queue in `url`'s database, harness-worker's tables and DBOS's made
-    first if missing (a submit may come before any worker ever started). A worker's launch
-    migrates DBOS's tables; a client only makes them where there are none (a migration
-    check costs each submit 30-60 ms)."""
+def queue_schema(conn: Connection, url: str) -> str:
+    """DBOS's schema for the store `conn` is on (the database `url` names), harness-worker's
+    tables and DBOS's made first where they are missing (a submit may come before any worker
+    ever started). A worker's launch migrates DBOS's tables; a submitter makes them only
+    where there are none, the one case it imports DBOS."""
     from . import _tables
 
-    quiet_dbos()
+    schema = system_schema(_tables.ensure(conn))
+    if not _tables.exists(conn, schema, "workflow_status"):
+        quiet_dbos()
+        from dbos import DBOS
+
+        with translated(url, "cannot make the queue's tables"):
+            DBOS.migrate(url, schema=schema)
+    return schema
+
+
+def client(url: str) -> DBOSClient:
+    """A client of the queue in `url`'s database (`serve --queue` asks it what runs and
+    waits, and cancels)."""
+    from . import _tables
+
     with _tables.connect(url) as conn:
-        schema = system_schema(_tables.ensure(conn))
-        made = _tables.exists(conn, schema, "workflow_status")
-    from dbos import DBOS, DBOSClient
+        schema = queue_schema(conn, url)
+    quiet_dbos()
+    from dbos import DBOSClient
 
     with translated(url, "cannot reach the queue"):
-        if not made:
-            DBOS.migrate(url, schema=schema)
         return DBOSClient(
             system_database_url=url, dbos_system_schema=schema, retry_connection_errors=False
         )
 
 
-def enqueue(queue: DBOSClient, job: dict[str, Any], workflow_id: str | None = None) -> str:
+def enqueue(
+    conn: Connection, schema: str, job: dict[str, Any], workflow_id: str | None = None
+) -> str:
     """Queue the turn `job` describes behind its session's earlier turns: its workflow id
-    (`workflow_id`, else one DBOS makes)."""
-    from dbos import EnqueueOptions
+    (`workflow_id`, else SESSION/UUID).
 
-    options: EnqueueOptions = {
-        "queue_name": QUEUE,
-        "workflow_name": WORKFLOW,
-        "queue_partition_key": job["session"],
-        "app_version": VERSION,
-        # What `serve --queue` asks DBOS for: this session's running and waiting turns.
-        "attributes": {"session": job["session"]},
-    }
-    if workflow_id is not None:
-        options["workflow_id"] = workflow_id
-    handle: WorkflowHandle[dict[str, Any]] = queue.enqueue(options, job)
-    return handle.get_workflow_id()
+    Through DBOS's own SQL client, `enqueue_workflow` (its documented function for queueing
+    from the database, arguments as portable JSON), on the store's connection: a submitting
+    process need not import DBOS, which costs it a third of a second. Every id starts with
+    the session's, so what a session has queued is one prefix (`_queue.py`).
+    """
+    import json
+    import uuid
+
+    from psycopg import sql
+
+    query = sql.SQL(
+        "SELECT {}.enqueue_workflow(workflow_name => %s, queue_name => %s, "
+        "positional_args => ARRAY[%s::json], workflow_id => %s, app_version => %s, "
+        "queue_partition_key => %s)"
+    ).format(sql.Identifier(schema))
+    chosen = workflow_id or f"{job['session']}/{uuid.uuid4()}"
+    row = conn.execute(
+        query, (WORKFLOW, QUEUE, json.dumps(job), chosen, VERSION, job["session"])
+    ).fetchone()
+    return str(row[0]) if row else chosen
+
+
+def outcome(conn: Connection, schema: str, workflow_id: str) -> tuple[str, Any, str | None]:
+    """The workflow's status and, once it ended, its result (the turn's summary) or error,
+    from DBOS's documented system tables."""
+    import json
+
+    from psycopg import sql
+
+    query = sql.SQL(
+        "SELECT s.status, o.output, o.error FROM {0}.workflow_status s "
+        "LEFT JOIN {0}.workflow_output o USING (workflow_uuid) WHERE s.workflow_uuid = %s"
+    ).format(sql.Identifier(schema))
+    row = conn.execute(query, (workflow_id,)).fetchone()
+    if row is None:
+        return "UNKNOWN", None, None
+    status, output, error = row
+    return str(status), json.loads(output) if output else None, error
 
 
 def launch(url: str, schema: str, worker_id: str, concurrency: int) -> None:

@@ -1,21 +1,25 @@
 """`harness submit --wait`: the queued turn's events as they are committed, then its end.
 
 The events are read back from the store (a worker on another machine writes them); the
-workflow's result says how the turn ended, and the exit status is `harness run`'s: 0 for a
-completed turn, 130 for a cancelled one, 1 otherwise with the reason on stderr.
+workflow's result, read from DBOS's tables on the same connection (no DBOS import), says how
+the turn ended, and the exit status is `harness run`'s: 0 for a completed turn, 130 for a
+cancelled one, 1 otherwise with the reason on stderr.
 """
 
 from __future__ import annotations
 
-import threading
+import time
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from harness_core.hosts import CommandError, one_line
 
+from ._engine import outcome
+
 if TYPE_CHECKING:
-    from dbos import DBOSClient, WorkflowHandle
     from harness_core.log import Event
     from harness_core.runtime import Runtime
+
+    from ._engine import Connection
 
 __all__ = ["follow"]
 
@@ -23,22 +27,33 @@ POLL_SECONDS: Final = 0.02
 EXIT_CANCELLED: Final = 130
 
 
-def follow(runtime: Runtime, queue: DBOSClient, session_id: str, workflow: str, out: TextIO) -> int:
+def follow(
+    runtime: Runtime,
+    queue: tuple[Connection, str],
+    session_id: str,
+    workflow: str,
+    out: TextIO,
+) -> int:
+    """Show the turn's events until its workflow ends; `queue` is the connection and DBOS's
+    schema it was queued on."""
     reader = runtime.reader(session_id)
-    seen = reader.next_seq
-    result: dict[str, Any] = {}
-    waiter = threading.Thread(target=_wait, args=(queue, workflow, result), daemon=True)
-    waiter.start()
-    while waiter.is_alive():
-        waiter.join(POLL_SECONDS)
+    while True:
+        status, summary, error = outcome(*queue, workflow)
         for event in reader.refresh():
-            if event.seq >= seen:
-                _show(event, out)
-    for event in reader.refresh():
+            _show(event, out)
+        if status not in ("ENQUEUED", "PENDING", "DELAYED"):
+            break
+        time.sleep(POLL_SECONDS)
+    for event in reader.refresh():  # what was committed between the last look and the end
         _show(event, out)
-    if "error" in result:
-        raise CommandError(f"the turn did not run: {result['error']}")
-    summary = result["summary"]
+    return _status(status, summary, error)
+
+
+def _status(status: str, summary: dict[str, Any] | None, error: str | None) -> int:
+    if status == "CANCELLED":
+        raise CommandError("the turn was cancelled; the session keeps what it did", EXIT_CANCELLED)
+    if summary is None:
+        raise CommandError(f"the turn did not run ({status}): {error or 'no detail'}")
     if summary["status"] == "completed":
         return 0
     if summary["status"] == "cancelled":
@@ -46,14 +61,6 @@ def follow(runtime: Runtime, queue: DBOSClient, session_id: str, workflow: str, 
     raise CommandError(
         f"the turn ended with {summary['status']}: {summary['error'] or 'no detail'}"
     )
-
-
-def _wait(queue: DBOSClient, workflow: str, result: dict[str, Any]) -> None:
-    try:
-        handle: WorkflowHandle[dict[str, Any]] = queue.retrieve_workflow(workflow)
-        result["summary"] = handle.get_result(polling_interval_sec=POLL_SECONDS)
-    except Exception as exc:
-        result["error"] = str(exc) or type(exc).__name__
 
 
 def _show(event: Event, out: TextIO) -> None:

@@ -1,8 +1,8 @@
 """The queue `harness serve --queue` posts turns to (a `TurnQueue`): harness-worker's.
 
-A turn the page posts is enqueued like `harness submit`'s, tagged with its session (a DBOS
-workflow attribute), so what runs and what waits for one session is one query of DBOS's
-own: a PENDING workflow is running, ENQUEUED ones wait, oldest first.
+A turn the page posts is enqueued like `harness submit`'s, with an id that starts with its
+session's, so what runs and what waits for one session (whoever queued it) is one query of
+DBOS's own: a PENDING workflow is running, ENQUEUED ones wait, oldest first.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import _engine
+from . import _engine, _tables
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, WorkflowStatus
     from harness_core.log import Store
+
+    from ._engine import Connection
 
 __all__ = ["WorkerQueue"]
 
@@ -26,6 +28,8 @@ class WorkerQueue:
         self.store = store
         self.url = _engine.database_url(store)
         self._client: DBOSClient | None = None
+        self._conn: Connection | None = None  # enqueues, serialized by the lock
+        self._schema = ""
         self._connecting = threading.Lock()
 
     def _queue(self) -> DBOSClient:
@@ -37,7 +41,11 @@ class WorkerQueue:
     def submit(self, session_id: str, prompt: str, spec: str | None) -> dict[str, int]:
         running, waiting = self.state(session_id)
         job = {"session": session_id, "prompt": prompt, "model": spec}
-        _engine.enqueue(self._queue(), job)
+        with self._connecting:
+            if self._conn is None or self._conn.closed:
+                self._conn = _tables.connect(self.url)
+                self._schema = _engine.queue_schema(self._conn, self.url)
+            _engine.enqueue(self._conn, self._schema, job)
         if running or waiting:
             return {"queued": len(waiting) + 1}
         last = self.store.latest(session_id, ("turn/start",))
@@ -51,7 +59,7 @@ class WorkerQueue:
         """The session's running workflow, if any, and its waiting ones, oldest first."""
         flows = self._queue().list_queued_workflows(
             queue_name=_engine.QUEUE,
-            attributes={"session": session_id},
+            workflow_id_prefix=f"{session_id}/",
             load_output=False,
         )
         running = next((flow for flow in flows if flow.status == "PENDING"), None)
@@ -83,6 +91,9 @@ class WorkerQueue:
             if self._client is not None:
                 self._client.destroy()
                 self._client = None
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
 
 def _prompt(inputs: Any) -> str:
