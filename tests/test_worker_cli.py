@@ -448,3 +448,24 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
     assert frozen.process.wait(timeout=30) == 1
     assert "worker frozen lost its database connection" in frozen.text()
     assert runs.read_text() == "run\n"
+
+
+def test_submit_never_imports_dbos(url: str, tmp_path: Path) -> None:
+    """A submitter queues through DBOS's SQL function: the third of a second DBOS's import
+    costs is a worker's alone (the tables exist once a worker or a submit made them)."""
+    import sys
+
+    model = write_script(tmp_path / "s.json", [{"text": "ok"}])
+    assert run_cli("submit", "--store", url, "--model", model, "first").returncode == 0
+    command = ["submit", "--store", url, "--model", model, "second"]
+    traced = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "harness_core.cli", *command],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert traced.returncode == 0, traced.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in traced.stderr.splitlines()]
+    assert "harness_worker._engine" in imported
+    assert not [name for name in imported if name.split(".")[0] in ("dbos", "sqlalchemy")]
