@@ -469,3 +469,20 @@ def test_submit_never_imports_dbos(url: str, tmp_path: Path) -> None:
     imported = [line.rsplit("|", 1)[-1].strip() for line in traced.stderr.splitlines()]
     assert "harness_worker._engine" in imported
     assert not [name for name in imported if name.split(".")[0] in ("dbos", "sqlalchemy")]
+
+
+@pytest.mark.parametrize("command", [["submit", "hi"], ["worker"], ["batch", "status", "b"]])
+def test_a_database_that_does_not_answer_is_one_line_without_the_password(
+    command: list[str],
+) -> None:
+    from web_support import free_port
+
+    port = free_port()
+    url = f"postgresql://harness:n0t-the-password@127.0.0.1:{port}/nowhere"
+    failed = run_cli(*command, "--store", url)
+    assert failed.returncode == 1
+    assert failed.stderr.strip().splitlines() == [
+        f"harness: error: PostgreSQL store 127.0.0.1:{port}/nowhere: cannot connect: "
+        "Connection refused"
+    ]
+    assert "n0t-the-password" not in failed.stdout + failed.stderr

@@ -6,20 +6,32 @@ command that never reads a session never reaches the database. `harness store in
 or migrates the schema; `harness store copy SRC DST` moves sessions between any two stores
 (`_command.py`). The module stays light: psycopg loads when a session is opened or written,
 never for the one-shot queries (`sessions`, `todos ID`), which go through libpq (`_libpq.py`).
+
+`connect` and `failure` serve a plugin that keeps tables of its own beside the store's
+(harness-worker): a connection, and a database error as the store's own one line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
+    import psycopg
     from harness_core.hosts import Command
-    from harness_core.log import EventSink, EventTypeRegistry, Store
+    from harness_core.log import EventSink, EventTypeRegistry, Store, StoreError
 
-__all__ = ["SCHEMES", "harness_cli_commands", "harness_session_store", "inject", "name"]
+__all__ = [
+    "SCHEMES",
+    "connect",
+    "failure",
+    "harness_cli_commands",
+    "harness_session_store",
+    "inject",
+    "name",
+]
 
 name = "postgres"
 inject = ()
@@ -45,3 +57,19 @@ def harness_cli_commands() -> Sequence[Command]:
     from ._command import STORE
 
     return [STORE]
+
+
+def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    """A connection (autocommit) to the database `url` names, or a one-line StoreError
+    naming host, port and database and the server's reason, never the password."""
+    from ._connect import connect
+
+    return connect(url)
+
+
+def failure(url: str, exc: BaseException, doing: str) -> StoreError:
+    """The one line a database error while `doing` becomes: `PostgreSQL store
+    HOST:PORT/DB: DOING: the server's reason`, never the password."""
+    from ._connect import failure
+
+    return failure(url, exc, doing)

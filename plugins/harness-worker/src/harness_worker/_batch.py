@@ -35,7 +35,7 @@ def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: T
     url = _engine.database_url(runtime.store)
     for spec in {task.get("model") or model for task in tasks} - {None}:
         runtime.model(spec)  # a spec no plugin provides fails here, before anything is queued
-    with _tables.connect(url) as conn:
+    with _engine.translated(url, "cannot queue the batch"), _tables.connect(url) as conn:
         schema = _engine.queue_schema(conn, url)
         batch = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         jobs = [_job(runtime, batch, index, task, model) for index, task in enumerate(tasks)]
@@ -185,7 +185,7 @@ def status(
     runtime: Runtime, batch: str, *, as_json: bool, out: TextIO, html: str | None = None
 ) -> int:
     url = _engine.database_url(runtime.store)
-    with _tables.connect(url) as conn:
+    with _engine.translated(url, "cannot read the batch"), _tables.connect(url) as conn:
         _tables.ensure(conn)
         tasks = _tables.tasks(conn, batch)
     if not tasks:

@@ -84,9 +84,10 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
     # peer that takes it for dead can end them, and with them the locks they hold.
     os.environ["PGAPPNAME"] = _tables.app_name(worker_id)
     conn = _tables.connect(url)
-    schema = _engine.system_schema(_tables.ensure(conn))
-    workers = _tables.Workers(conn, worker_id)
-    holder = workers.claim()
+    with _engine.translated(url, "cannot start the worker"):
+        schema = _engine.system_schema(_tables.ensure(conn))
+        workers = _tables.Workers(conn, worker_id)
+        holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")
     _turn.serve(_turn.WorkerHost(runtime, policy, url, args.concurrency))
@@ -210,7 +211,7 @@ def _submit(args: Namespace, ctx: CommandContext) -> int:
     url = _engine.database_url(runtime.store)
     if args.model:
         runtime.model(args.model)  # a spec no plugin provides fails here, not on a worker
-    with _tables.connect(url) as conn:
+    with _engine.translated(url, "cannot queue the turn"), _tables.connect(url) as conn:
         schema = _engine.queue_schema(conn, url)  # reached before the turn's session is made
         session_id = _session(runtime, args.session)
         job = {"session": session_id, "prompt": prompt, "model": args.model}

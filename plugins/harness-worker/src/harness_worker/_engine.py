@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from harness_core.hosts import CommandError
-from harness_core.log import Store, StoreError, redact_url
+from harness_core.log import Store
 
 if TYPE_CHECKING:
     import psycopg
@@ -71,34 +71,16 @@ def quiet_dbos() -> None:
 
 @contextmanager
 def translated(url: str, doing: str) -> Iterator[None]:
-    """A database failure inside DBOS becomes one line naming where, never the password."""
+    """A database error inside (psycopg's, or SQLAlchemy's and DBOS's around it) becomes
+    the store's one line: host, port, database and the server's reason, no password."""
     try:
         yield
-    except CommandError:
-        raise
     except Exception as exc:
-        if not _is_database_error(exc):
+        if not type(exc).__module__.startswith(("psycopg", "sqlalchemy", "dbos")):
             raise
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        password = _password(url)
-        if password:
-            reason = reason.replace(password, "[redacted]")
-        raise StoreError(f"queue in {redact_url(url)}: {doing}: {reason}") from None
+        from harness_store_postgres import failure
 
-
-def _is_database_error(exc: BaseException) -> bool:
-    module = type(exc).__module__
-    return module.startswith(("sqlalchemy", "psycopg", "dbos"))
-
-
-def _password(url: str) -> str | None:
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return None
-    return unquote(password) if password else None
+        raise failure(url, getattr(exc, "orig", None) or exc, doing) from None
 
 
 def system_schema(store_schema: str) -> str:

@@ -69,9 +69,10 @@ def app_name(worker_id: str) -> str:
 
 
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
-    import psycopg
+    """The store's own connection (autocommit): a failure is its one line."""
+    from harness_store_postgres import connect
 
-    return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    return connect(url)
 
 
 def ensure(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
