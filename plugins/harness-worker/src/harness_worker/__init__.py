@@ -34,9 +34,11 @@ def harness_cli_commands() -> Sequence[Command]:
 
 @hookimpl
 def harness_turn_queue(store: Store) -> TurnQueue | None:
-    raw = getattr(store, "raw_url", None)
-    if not isinstance(raw, str) or not raw.startswith(("postgresql://", "postgres://")):
+    from ._engine import postgres_url
+
+    url = postgres_url(store)
+    if url is None:
         return None  # workers share a PostgreSQL store; serve says so in one line
     from ._queue import WorkerQueue
 
-    return WorkerQueue(store)
+    return WorkerQueue(store, url)

@@ -33,6 +33,7 @@ __all__ = [
     "enqueue",
     "launch",
     "outcome",
+    "postgres_url",
     "queue_schema",
     "quiet_dbos",
     "recover",
@@ -51,16 +52,24 @@ VERSION: Final = "harness-worker-1"
 POLL_SECONDS: Final = 0.1
 
 
-def database_url(store: Store) -> str:
-    """The PostgreSQL URL of the store (DBOS keeps its tables in the same database), or a
-    one-line error for a store that is not a PostgreSQL one."""
+def postgres_url(store: Store) -> str | None:
+    """The PostgreSQL URL of the store (DBOS keeps its tables in the same database), or None
+    for a store that is not a PostgreSQL one."""
     raw = getattr(store, "raw_url", None)
     if not isinstance(raw, str) or not raw.startswith(("postgresql://", "postgres://")):
+        return None
+    return "postgresql://" + raw.split("://", 1)[1]
+
+
+def database_url(store: Store) -> str:
+    """`postgres_url`, or a one-line error for a store that is not a PostgreSQL one."""
+    url = postgres_url(store)
+    if url is None:
         raise CommandError(
             f"workers share a PostgreSQL store, and the store is {store.url}: name one with "
             "--store postgresql://USER@HOST/DATABASE (or HARNESS_STORE)"
         )
-    return "postgresql://" + raw.split("://", 1)[1]
+    return url
 
 
 def quiet_dbos() -> None:

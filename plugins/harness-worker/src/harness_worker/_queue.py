@@ -24,9 +24,9 @@ __all__ = ["WorkerQueue"]
 class WorkerQueue:
     """Turns of `store`'s sessions, queued for the workers; connects on first use."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, url: str) -> None:
         self.store = store
-        self.url = _engine.database_url(store)
+        self.url = url  # the store's database
         self._client: DBOSClient | None = None
         self._conn: Connection | None = None  # enqueues, serialized by the lock
         self._schema = ""
