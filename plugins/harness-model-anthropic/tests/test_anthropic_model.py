@@ -20,8 +20,10 @@ from harness_model_anthropic import build
 from harness_model_anthropic._model import AnthropicModel, RetryPolicy
 from harness_model_anthropic.testing import (
     FakeMessages,
+    Reply,
     error,
     error_event,
+    garbled,
     message,
     tool_use,
 )
@@ -248,6 +250,86 @@ async def test_an_error_event_after_output_is_not_retried(fake: FakeMessages) ->
         with pytest.raises(ModelError, match=r"after output had started.*Overloaded mid-answer"):
             await model.respond(USER, [], lambda kind, chunk: None)
     assert len(fake.requests) == 1
+
+
+# Faults in a stream, each placed before any text: message_start, ping, the text block's
+# start, then (event 3) its first delta.
+NOT_JSON = b'{"type": "content_block_delta", "index": 0, "delta": {"type": "text_de'
+NOT_UTF8 = b'{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", '
+NOT_UTF8 += b'"text": "caf\xe9"}}'
+STRAY = {"type": "content_block_delta", "index": 4, "delta": {"type": "text_delta", "text": "x"}}
+FAULTS = {
+    "malformed-event": (
+        garbled(message("lost"), at=3, data=NOT_JSON),
+        "sent an event that is not JSON (JSONDecodeError: Unterminated string starting at:",
+    ),
+    "unknown-index": (
+        garbled(message("lost"), at=3, data=json.dumps(STRAY).encode()),
+        "sent an event for a content block it never started (IndexError: list index out",
+    ),
+    "cut": (
+        message("lost", cut_after=3),
+        "stream failed (3 attempts): RemoteProtocolError: peer closed connection without "
+        "sending complete message body (incomplete chunked read)",
+    ),
+    "not-utf8": (
+        garbled(message("lost"), at=3, data=NOT_UTF8),
+        "sent an event that is not valid UTF-8 (invalid continuation byte at byte ",
+    ),
+    # A body that ends cleanly but before message_stop is broken, not done.
+    "ends-early": (
+        Reply(events=message("lost").events[:3]),
+        "stream failed (3 attempts): the stream ended before the response was complete",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=list(FAULTS))
+async def test_a_fault_before_output_is_retried(fake: FakeMessages, fault: str) -> None:
+    """A garbled event, a delta for a block never started, a cut, data that is not UTF-8, a
+    body that ends early: before anything reached the host, the request is tried again and the host sees only
+    the answer that came through."""
+    fake.expect(FAULTS[fault][0], message("clean", pieces=1))
+    deltas: Deltas = []
+    async with connect(fake) as model:
+        response = await model.respond(USER, [], lambda kind, chunk: deltas.append((kind, chunk)))
+    assert (response.text, deltas) == ("clean", [("text", "clean")])
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=list(FAULTS))
+async def test_a_fault_on_every_attempt_ends_in_one_line(fake: FakeMessages, fault: str) -> None:
+    """Every attempt faulty: one line naming the provider and what was wrong, the attempts,
+    and what to do."""
+    reply, problem = FAULTS[fault]
+    fake.expect(*[reply] * 3)
+    async with connect(fake, retry=RetryPolicy(attempts=3, initial_delay=0.005)) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.respond(USER, [])
+    text = str(caught.value)
+    assert text.startswith(f"anthropic:claude-test {problem}"), text
+    sent_garbage = fault not in ("cut", "ends-early")
+    assert text.endswith("check the base URL" if sent_garbage else "try again later"), text
+    assert "(3 attempts)" in text and "\n" not in text
+
+
+async def test_a_malformed_event_after_output_is_named_and_not_retried(
+    fake: FakeMessages,
+) -> None:
+    """After text reached the host: not retried, and the line says what the provider sent."""
+    fake.expect(garbled(message("Half of this answer"), at=4, data=NOT_JSON))
+    deltas: Deltas = []
+    async with connect(fake) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.respond(USER, [], lambda kind, chunk: deltas.append((kind, chunk)))
+    assert deltas == [("text", "Half of")] and len(fake.requests) == 1
+    assert str(caught.value).startswith(
+        "anthropic:claude-test stream broke after output had started (an event that is not "
+        "JSON (JSONDecodeError: Unterminated string"
+    )
+    assert str(caught.value).endswith(
+        "not retried because part of the answer was already shown; run the turn again"
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Models the loop can drive: the interface, the strict scripted model, OpenAI-compatible APIs.
+"""Models the loop can drive: the interface, the strict scripted model, OpenAI-compatible APIs,
+and the retry driver every provider shares.
 
 `openai` is imported only when an OpenAI-compatible model is built (startup time).
 """
@@ -15,22 +16,26 @@ from ._base import (
 )
 from ._retry import (
     ERROR_WIDTH,
+    BrokenStream,
     Endpoint,
+    Failure,
+    GarbledStream,
     RetryPolicy,
-    error_cause,
     read_timeout,
-    retry_after,
-    retryable,
-    status_message,
-    transport_message,
+    status_failure,
+    stream_failure,
+    with_retries,
 )
 from .scripted import ScriptedModel, ScriptError
 
 __all__ = [
     "ERROR_WIDTH",
+    "BrokenStream",
     "ContextLengthExceeded",
     "DeltaSink",
     "Endpoint",
+    "Failure",
+    "GarbledStream",
     "Model",
     "ModelBase",
     "ModelError",
@@ -40,10 +45,8 @@ __all__ = [
     "ScriptError",
     "ScriptedModel",
     "Thinking",
-    "error_cause",
     "read_timeout",
-    "retry_after",
-    "retryable",
-    "status_message",
-    "transport_message",
+    "status_failure",
+    "stream_failure",
+    "with_retries",
 ]

@@ -1,31 +1,46 @@
-"""Retrying a provider's request: the policy, the server's Retry-After, the error beneath,
-and the one-line message a failure ends in.
+"""Retrying a provider's request: one driver (`with_retries`), the policy, the server's
+Retry-After, the error beneath, and the one-line message a failure ends in.
 
 Shared by every model that talks to a provider over HTTP (the OpenAI-compatible model, a
-plugin's provider), so a retry count and a failure's message mean the same everywhere.
+plugin's provider), so a retry count and a failure's message mean the same everywhere. A
+provider says only what one failed attempt was (`Failure`: its line, and whether another try
+may help); the driver owns the rule no SDK can know: once output reached the host, nothing is
+retried, because a retry would show a second, different answer.
 """
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final, Literal, TypeVar
+
+import anyio
 
 from ..sanitize import one_line
+from ._base import ContextLengthExceeded, DeltaSink, ModelError
 
 __all__ = [
     "ERROR_WIDTH",
+    "BrokenStream",
     "Endpoint",
+    "Failure",
+    "GarbledStream",
     "RetryPolicy",
     "attempts_text",
     "error_cause",
     "read_timeout",
     "retry_after",
     "retryable",
+    "status_failure",
     "status_message",
+    "stream_failure",
     "transport_message",
+    "with_retries",
 ]
+
+logger = logging.getLogger("harness.models")
 
 ERROR_WIDTH: Final = 300  # characters of a provider's error message shown
 # seconds; a longer Retry-After falls back to our backoff, so the attempts run out soon
@@ -94,6 +109,83 @@ def error_cause(exc: BaseException) -> str:
     return one_line(f"{type(inner).__name__}: {inner}", ERROR_WIDTH)
 
 
+class BrokenStream(Exception):
+    """A stream that ended before its response was complete: the connection closed early."""
+
+
+class GarbledStream(BrokenStream):
+    """A stream that sent something no response is made of (not JSON, not UTF-8, the wrong
+    shape); its text says what, to follow "PROVIDER sent"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed attempt as its provider reads it: the line a turn ends with if it ends
+    here, the short cause the line "stream broke after output had started" gives, whether
+    another try may help, the server's Retry-After, and the error to raise."""
+
+    message: str
+    cause: str
+    retryable: bool = False
+    retry_after: float | None = None
+    error: type[ModelError] = ModelError
+
+
+# A provider's reading of an exception from one attempt (and the attempts so far); None for
+# one that is not the provider's failure (a bug of ours), which propagates as it is.
+Judge = Callable[[Exception, int], Failure | None]
+
+
+async def with_retries(
+    name: str,
+    policy: RetryPolicy,
+    judge: Judge,
+    attempt: Callable[[DeltaSink], Awaitable[_T]],
+    on_delta: DeltaSink | None,
+) -> _T:
+    """`attempt(sink)` until it returns or `judge` ends it: a failure is retried while it is
+    retryable, attempts are left and nothing it streamed reached `on_delta`."""
+    tries = 0
+    while True:
+        tries += 1
+        shown = _Shown(on_delta)
+        try:
+            return await attempt(shown)
+        except Exception as exc:
+            failure = judge(exc, tries)
+            if failure is None:
+                raise
+            if shown.started:
+                raise ModelError(_broken_message(name, failure.cause)) from exc
+            if not failure.retryable or tries >= policy.attempts:
+                raise failure.error(failure.message) from exc
+            delay = policy.delay(tries, failure.retry_after)
+        logger.info("%s: attempt %d failed, retrying in %.2fs", name, tries, delay)
+        await anyio.sleep(delay)
+
+
+class _Shown:
+    """The host's delta sink, noting whether anything reached it."""
+
+    __slots__ = ("_sink", "started")
+
+    def __init__(self, sink: DeltaSink | None) -> None:
+        self._sink = sink
+        self.started = False
+
+    def __call__(self, kind: Literal["text", "reasoning"], chunk: str) -> None:
+        if self._sink is not None and chunk:
+            self.started = True
+            self._sink(kind, chunk)
+
+
+def _broken_message(name: str, cause: str) -> str:
+    return (
+        f"{name} stream broke after output had started ({cause}); not retried because part "
+        "of the answer was already shown; run the turn again"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """What a failure's message names and checks: the model (`provider:model`), where it was
@@ -105,8 +197,8 @@ class Endpoint:
     base_url: str
     key_hint: str
     read_timeout: object
-    timeout_error: type[BaseException]
-    connection_error: type[BaseException]
+    timeout_error: type[BaseException] | tuple[type[BaseException], ...]
+    connection_error: type[BaseException] | tuple[type[BaseException], ...]
 
 
 def status_message(endpoint: Endpoint, status: int, detail: str, attempts: int) -> str:
@@ -121,6 +213,8 @@ def status_message(endpoint: Endpoint, status: int, detail: str, attempts: int) 
         return f"{where}: {detail} (check the model name and the base URL {endpoint.base_url})"
     if status == 429:
         return f"{where}{tries}: {detail} (rate limited: wait, or lower the request rate)"
+    if status == 529:  # Anthropic's "overloaded"
+        return f"{where}{tries}: {detail} (the provider is overloaded; try again later)"
     if status >= 500:
         return f"{where}{tries}: {detail} (the provider failed; try again later)"
     return f"{where}: {detail} (the provider rejected the request)"
@@ -132,8 +226,13 @@ def attempts_text(attempts: int) -> str:
 
 def transport_message(endpoint: Endpoint, exc: BaseException, attempts: int) -> str:
     """One line for a request that got no status: it timed out, found no connection, or its
-    stream failed."""
+    stream failed or was garbled."""
     tries = attempts_text(attempts)
+    if isinstance(exc, GarbledStream):
+        return (
+            f"{endpoint.name} sent {exc} ({tries}): the provider (or a proxy in between) "
+            "garbled its stream; try again later, or check the base URL"
+        )
     if isinstance(exc, endpoint.timeout_error):
         return (
             f"{endpoint.name} timed out ({tries}, no data for {endpoint.read_timeout}s): the "
@@ -146,3 +245,31 @@ def transport_message(endpoint: Endpoint, exc: BaseException, attempts: int) -> 
             f"{error_cause(exc)}; check the network and the base URL"
         )
     return f"{endpoint.name} stream failed ({tries}): {error_cause(exc)}; try again later"
+
+
+def stream_failure(endpoint: Endpoint, exc: BaseException, attempts: int) -> Failure:
+    """A request that got no status (a timeout, no connection, a cut, a garbled or short
+    stream): always worth another try."""
+    cause = str(exc) if isinstance(exc, BrokenStream) else error_cause(exc)
+    return Failure(transport_message(endpoint, exc, attempts), cause, retryable=True)
+
+
+def status_failure(
+    endpoint: Endpoint,
+    status: int,
+    detail: str,
+    attempts: int,
+    headers: Mapping[str, str],
+    *,
+    too_long: bool = False,
+) -> Failure:
+    """An HTTP error status (`detail`: the provider's message): retried when `retryable`,
+    after the server's Retry-After; `too_long` (the prompt exceeds the context window) asks
+    the loop to compact."""
+    return Failure(
+        status_message(endpoint, status, detail, attempts),
+        detail,
+        retryable=retryable(status),
+        retry_after=retry_after(headers),
+        error=ContextLengthExceeded if too_long else ModelError,
+    )

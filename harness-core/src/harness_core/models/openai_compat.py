@@ -8,6 +8,8 @@ Retries are ours, not the SDK's (the client is built with `max_retries=0`): we n
 configurable backoff (tests run it in milliseconds), an attempt count for the error message,
 and one rule the SDK cannot know — a stream that breaks *after* output reached the host is not
 retried, because the host already showed part of an answer that a retry would contradict.
+`_retry.with_retries` drives them for every provider; this module says only what a failed
+attempt was (`_failure`).
 
 This module imports the `openai` SDK; `harness_core.models` does not import this module, so
 the SDK loads only when a real model is built (`build_model`).
@@ -15,10 +17,10 @@ the SDK loads only when a real model is built (`build_model`).
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
@@ -26,29 +28,25 @@ import openai
 
 from ..sanitize import one_line
 from ._base import (
-    ContextLengthExceeded,
     DeltaSink,
     ModelBase,
-    ModelError,
     ModelResponse,
     ResponseToolCall,
 )
 from ._retry import (
     ERROR_WIDTH,
+    BrokenStream,
     Endpoint,
+    Failure,
+    GarbledStream,
     RetryPolicy,
-    attempts_text,
-    error_cause,
     read_timeout,
-    retry_after,
-    retryable,
-    status_message,
-    transport_message,
+    status_failure,
+    stream_failure,
+    with_retries,
 )
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy"]
-
-logger = logging.getLogger("harness.models")
 
 DEFAULT_TIMEOUT: Final = read_timeout(openai.Timeout)
 
@@ -69,11 +67,7 @@ _CONTEXT_CODE: Final = "context_length_exceeded"
 _CONTEXT_WORDS: Final = re.compile(r"context[ _-]?(length|window)", re.IGNORECASE)
 
 
-class _BrokenStream(Exception):
-    """The stream ended without a finish reason: the connection closed early."""
-
-
-class _MalformedChunk(_BrokenStream):
+class _MalformedChunk(GarbledStream):
     """A stream chunk that is not JSON, or not shaped like a completion chunk."""
 
     def __init__(self, number: int, problem: BaseException) -> None:
@@ -128,36 +122,34 @@ class OpenAICompatModel(ModelBase):
         on_delta: DeltaSink | None = None,
     ) -> ModelResponse:
         """Stream one response, retrying per `self.retry`; every failure is a ModelError."""
-        request = self._request(messages, tools)
-        attempt = 0
-        while True:
-            attempt += 1
-            assembly = _Assembly(on_delta)
-            try:
-                return await self._stream(request, assembly)
-            except openai.APIStatusError as exc:
-                if _context_exceeded(exc):
-                    raise ContextLengthExceeded(self._status_message(exc, attempt)) from exc
-                if not retryable(exc.status_code) or attempt >= self.retry.attempts:
-                    raise ModelError(self._status_message(exc, attempt)) from exc
-                delay = self.retry.delay(attempt, retry_after(exc.response.headers))
-            except (openai.APIError, _BrokenStream) as exc:
-                # Connection errors, timeouts, an error event, a cut or a garbled chunk.
-                if assembly.delivered:
-                    raise ModelError(self._broken_message(exc)) from exc
-                if attempt >= self.retry.attempts:
-                    raise ModelError(self._transport_message(exc, attempt)) from exc
-                delay = self.retry.delay(attempt)
-            except openai.OpenAIError as exc:
-                raise ModelError(f"{self.name}: {one_line(str(exc), ERROR_WIDTH)}") from exc
-            except UnicodeDecodeError as exc:  # the SDK decodes the body as UTF-8, strictly
-                raise ModelError(
-                    f"{self.name}: the provider sent a response that is not valid UTF-8 "
-                    f"({exc.reason} at byte {exc.start} of a stream line); check the base URL "
-                    "points at an OpenAI-compatible endpoint"
-                ) from exc
-            logger.info("%s: attempt %d failed, retrying in %.2fs", self.name, attempt, delay)
-            await anyio.sleep(delay)
+        attempt = partial(self._stream, self._request(messages, tools))
+        return await with_retries(self.name, self.retry, self._failure, attempt, on_delta)
+
+    def _failure(self, exc: Exception, attempts: int) -> Failure | None:
+        """What one failed attempt was; None for an error that is not the provider's."""
+        if isinstance(exc, openai.APIStatusError):
+            return status_failure(
+                self._endpoint(),
+                exc.status_code,
+                _provider_detail(exc),
+                attempts,
+                exc.response.headers,
+                too_long=_context_exceeded(exc),
+            )
+        if isinstance(exc, openai.APIError | BrokenStream):
+            # Connection errors, timeouts, an error event, a cut or a garbled chunk.
+            return stream_failure(self._endpoint(), exc, attempts)
+        if isinstance(exc, openai.OpenAIError):
+            cause = one_line(str(exc), ERROR_WIDTH)
+            return Failure(f"{self.name}: {cause}", cause)
+        if isinstance(exc, UnicodeDecodeError):  # the SDK decodes the body as UTF-8, strictly
+            cause = f"{exc.reason} at byte {exc.start} of a stream line"
+            return Failure(
+                f"{self.name}: the provider sent a response that is not valid UTF-8 ({cause}); "
+                "check the base URL points at an OpenAI-compatible endpoint",
+                f"not valid UTF-8: {cause}",
+            )
+        return None
 
     # -- one request -----------------------------------------------------------------------
 
@@ -191,7 +183,8 @@ class OpenAICompatModel(ModelBase):
             out.setdefault("reasoning_content", "")
         return out
 
-    async def _stream(self, request: dict[str, Any], assembly: _Assembly) -> ModelResponse:
+    async def _stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
+        assembly = _Assembly(sink)
         stream = await self._client.chat.completions.create(**request)
         chunks = aiter(stream)
         number = 0
@@ -216,7 +209,7 @@ class OpenAICompatModel(ModelBase):
             with anyio.move_on_after(2, shield=True):
                 await stream.close()
         if assembly.finish_reason is None:
-            raise _BrokenStream("the stream ended before the response was complete")
+            raise BrokenStream("the stream ended before the response was complete")
         return assembly.response(self.model_name)
 
     # -- error messages: one line each, what failed and what to do -------------------------
@@ -233,24 +226,6 @@ class OpenAICompatModel(ModelBase):
             connection_error=openai.APIConnectionError,
         )
 
-    def _status_message(self, exc: openai.APIStatusError, attempts: int) -> str:
-        return status_message(self._endpoint(), exc.status_code, _provider_detail(exc), attempts)
-
-    def _transport_message(self, exc: BaseException, attempts: int) -> str:
-        if isinstance(exc, _MalformedChunk):
-            return (
-                f"{self.name} sent {exc} ({attempts_text(attempts)}): the provider (or a proxy "
-                "in between) garbled its stream; try again later, or check the base URL"
-            )
-        return transport_message(self._endpoint(), exc, attempts)
-
-    def _broken_message(self, exc: BaseException) -> str:
-        why = str(exc) if isinstance(exc, _MalformedChunk) else error_cause(exc)
-        return (
-            f"{self.name} stream broke after output had started ({why}); not retried "
-            "because part of the answer was already shown; run the turn again"
-        )
-
 
 class _Assembly:
     """One streamed response being put together, chunk by chunk."""
@@ -260,18 +235,16 @@ class _Assembly:
         "_reasoning",
         "_sink",
         "_text",
-        "delivered",
         "finish_reason",
         "model",
         "usage",
     )
 
-    def __init__(self, sink: DeltaSink | None) -> None:
+    def __init__(self, sink: DeltaSink) -> None:
         self._sink = sink
         self._text: list[str] = []
         self._reasoning: list[str] | None = None  # None: the provider sent no reasoning field
         self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument parts]
-        self.delivered = False
         self.finish_reason: str | None = None
         self.model: str | None = None
         self.usage: dict[str, int] | None = None
@@ -310,9 +283,7 @@ class _Assembly:
 
     def _emit(self, kind: Literal["text", "reasoning"], chunk: str, parts: list[str]) -> None:
         parts.append(chunk)
-        if self._sink is not None and chunk:
-            self.delivered = True
-            self._sink(kind, chunk)
+        self._sink(kind, chunk)
 
     def response(self, requested_model: str) -> ModelResponse:
         calls = tuple(

@@ -1,39 +1,49 @@
 """Claude on the `anthropic` SDK's native Messages API: one streamed request per `respond`.
 
-Retries are ours, as for `openai:` (the client is built with `max_retries=0`), so a retry
-count means what the docs say and one rule holds that the SDK cannot know: a stream that
-breaks after output reached the host is not retried, since a retry would show a second,
-different answer. 429, 529 (overloaded), 408 and 5xx are retried, honouring `retry-after`.
+The SDK's stream helper (`client.messages.stream`) puts the Message together: content blocks,
+tool_use input from its JSON deltas, thinking with its signature, usage. We map its events to
+the host (text deltas as "text", thinking deltas as "reasoning") and its final Message to a
+response, and name what went wrong in a stream the SDK reads (an event that is not JSON or not
+UTF-8, one for a content block never started, a cut) as one line.
+
+Retries are ours, as for `openai:` (the client is built with `max_retries=0`, and
+`harness_core.models.with_retries` drives them): a stream that breaks after output reached the
+host is not retried, since a retry would show a second, different answer. 429, 529
+(overloaded), 408 and 5xx are retried, honouring `retry-after`, and so is a broken or garbled
+stream before output.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import re
-from typing import Any, Final, Literal
+from functools import partial
+from typing import Any, Final
 
 import anthropic
 import anyio
+import httpx2
+from anthropic.lib.streaming import AsyncMessageStream
+from anthropic.types import Message, Usage
 
-# One retry policy, one reading of `retry-after` and of an error's cause, and one wording of
-# a failure for every provider: the helpers take any mapping, exception and SDK error types.
+# One retry driver, one reading of `retry-after`, and one wording of a failure for every
+# provider: this module says only what a failed attempt was (`_failure`).
 from harness_core.models import (
     ERROR_WIDTH,
-    ContextLengthExceeded,
+    BrokenStream,
     DeltaSink,
     Endpoint,
+    Failure,
+    GarbledStream,
     ModelBase,
-    ModelError,
     ModelResponse,
     ResponseToolCall,
     RetryPolicy,
     Thinking,
-    error_cause,
     read_timeout,
-    retry_after,
-    retryable,
-    status_message,
-    transport_message,
+    status_failure,
+    stream_failure,
+    with_retries,
 )
 from harness_core.sanitize import one_line
 
@@ -41,16 +51,15 @@ from ._request import messages_of, system_of, tools_of
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TIMEOUT", "AnthropicModel", "RetryPolicy"]
 
-logger = logging.getLogger("harness.models")
 DEFAULT_MAX_TOKENS: Final = 8192
 DEFAULT_TIMEOUT: Final = read_timeout(anthropic.Timeout)
 # An error event inside a 200 stream has no status of its own: its type says which.
 _EVENT_STATUS: Final = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}
 _TOO_LONG: Final = re.compile(r"prompt is too long|context (length|window)", re.IGNORECASE)
-
-
-class _BrokenStream(Exception):
-    """The stream ended before `message_stop`: the connection closed early."""
+# What the SDK raises while it reads and accumulates a stream that is not a Message: the
+# event's JSON (ValueError, UnicodeDecodeError among them), a block index never started
+# (IndexError), a wrong shape (the others).
+_GARBLED: Final = (ValueError, LookupError, TypeError, AttributeError)
 
 
 class AnthropicModel(ModelBase):
@@ -101,32 +110,25 @@ class AnthropicModel(ModelBase):
         on_delta: DeltaSink | None = None,
     ) -> ModelResponse:
         """Stream one response, retrying per `self.retry`; every failure is a ModelError."""
-        request = self.request(messages, tools)
-        attempt = 0
-        while True:
-            attempt += 1
-            assembly = _Assembly(on_delta)
-            try:
-                return await self._stream(request, assembly)
-            except anthropic.APIStatusError as exc:
-                status = _status(exc)
-                if status in (400, 413) and _TOO_LONG.search(_detail(exc)):
-                    raise ContextLengthExceeded(self._status_message(exc, attempt)) from exc
-                if assembly.delivered:
-                    raise ModelError(self._broken_message(_detail(exc))) from exc
-                if not retryable(status) or attempt >= self.retry.attempts:
-                    raise ModelError(self._status_message(exc, attempt)) from exc
-                delay = self.retry.delay(attempt, retry_after(exc.response.headers))
-            except (anthropic.APIError, _BrokenStream) as exc:  # connection, timeout, a cut
-                if assembly.delivered:
-                    raise ModelError(self._broken_message(error_cause(exc))) from exc
-                if attempt >= self.retry.attempts:
-                    raise ModelError(self._transport_message(exc, attempt)) from exc
-                delay = self.retry.delay(attempt)
-            except anthropic.AnthropicError as exc:
-                raise ModelError(f"{self.name}: {one_line(str(exc), ERROR_WIDTH)}") from exc
-            logger.info("%s: attempt %d failed, retrying in %.2fs", self.name, attempt, delay)
-            await anyio.sleep(delay)
+        attempt = partial(self._stream, self.request(messages, tools))
+        return await with_retries(self.name, self.retry, self._failure, attempt, on_delta)
+
+    def _failure(self, exc: Exception, attempts: int) -> Failure | None:
+        """What one failed attempt was; None for an error that is not the provider's."""
+        if isinstance(exc, anthropic.APIStatusError):
+            status, detail = _status(exc), _detail(exc)
+            too_long = status in (400, 413) and bool(_TOO_LONG.search(detail))
+            headers = exc.response.headers
+            return status_failure(
+                self._endpoint(), status, detail, attempts, headers, too_long=too_long
+            )
+        # The SDK wraps the transport's errors while it sends, not while it reads a stream.
+        if isinstance(exc, anthropic.APIError | httpx2.TransportError | BrokenStream):
+            return stream_failure(self._endpoint(), exc, attempts)
+        if isinstance(exc, anthropic.AnthropicError):
+            cause = one_line(str(exc), ERROR_WIDTH)
+            return Failure(f"{self.name}: {cause}", cause)
+        return None
 
     def request(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
@@ -146,18 +148,15 @@ class AnthropicModel(ModelBase):
             request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         return request
 
-    async def _stream(self, request: dict[str, Any], assembly: _Assembly) -> ModelResponse:
-        stream = await self._client.messages.create(**request, stream=True)
-        try:
-            async for event in stream:
-                assembly.add(event)
-        finally:
-            # Shielded and bounded: a host cancel must not interrupt the close itself.
-            with anyio.move_on_after(2, shield=True):
-                await stream.close()
-        if not assembly.stopped:
-            raise _BrokenStream("the stream ended before the response was complete")
-        return assembly.response(self.model_name)
+    async def _stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
+        async with self._client.messages.stream(**request) as stream:
+            try:
+                message = await _read(stream, sink)
+            finally:
+                # Shielded and bounded: a host cancel must not interrupt the close itself.
+                with anyio.move_on_after(2, shield=True):
+                    await stream.close()
+        return _response(message, self.model_name)
 
     # -- error messages: one line each, what failed and what to do -------------------------
 
@@ -169,128 +168,85 @@ class AnthropicModel(ModelBase):
             base_url=self.base_url,
             key_hint=self.key_env,
             read_timeout=timeout.read if isinstance(timeout, anthropic.Timeout) else timeout,
-            timeout_error=anthropic.APITimeoutError,
+            # A stream's own read timeout comes from the transport, unwrapped (see _failure).
+            timeout_error=(anthropic.APITimeoutError, httpx2.TimeoutException),
             connection_error=anthropic.APIConnectionError,
         )
 
-    def _status_message(self, exc: anthropic.APIStatusError, attempts: int) -> str:
-        status = _status(exc)
-        if status == 529:
-            tries = f" after {attempts} attempts" if attempts > 1 else ""
-            return (
-                f"{self.name} returned HTTP 529{tries}: {_detail(exc)} (the provider is "
-                "overloaded; try again later)"
-            )
-        return status_message(self._endpoint(), status, _detail(exc), attempts)
 
-    def _transport_message(self, exc: BaseException, attempts: int) -> str:
-        return transport_message(self._endpoint(), exc, attempts)
-
-    def _broken_message(self, why: str) -> str:
-        return (
-            f"{self.name} stream broke after output had started ({why}); not retried "
-            "because part of the answer was already shown; run the turn again"
-        )
-
-
-class _Assembly:
-    """One streamed Message being put together, event by event."""
-
-    __slots__ = ("_blocks", "_sink", "delivered", "model", "stopped", "usage")
-
-    def __init__(self, sink: DeltaSink | None) -> None:
-        self._sink = sink
-        self._blocks: dict[int, dict[str, Any]] = {}  # index -> the block so far
-        self.delivered = False
-        self.stopped = False
-        self.model: str | None = None
-        self.usage: dict[str, int] = {}
-
-    def add(self, event: Any) -> None:
-        kind = event.type
-        if kind == "message_start":
-            self.model = event.message.model
-            self._count(event.message.usage)
-        elif kind == "content_block_start":
-            self._blocks[event.index] = event.content_block.model_dump()
-        elif kind == "content_block_delta":
-            self._delta(self._blocks[event.index], event.delta)
-        elif kind == "message_delta":
-            self._count(event.usage)
-        elif kind == "message_stop":
-            self.stopped = True
-
-    def _count(self, usage: Any) -> None:
-        """message_start has the input side; message_delta the running output count (and,
-        from newer servers, the input side again)."""
-        for ours, theirs in (
-            ("input", "input_tokens"),
-            ("output", "output_tokens"),
-            ("read", "cache_read_input_tokens"),
-            ("write", "cache_creation_input_tokens"),
-        ):
-            value = getattr(usage, theirs, None)
-            if isinstance(value, int):
-                self.usage[ours] = value
-
-    def _delta(self, block: dict[str, Any], delta: Any) -> None:
-        kind = delta.type
-        if kind == "text_delta":
-            self._emit("text", delta.text, block, "text")
-        elif kind == "thinking_delta":
-            self._emit("reasoning", delta.thinking, block, "thinking")
-        elif kind == "signature_delta":
-            block["signature"] = (block.get("signature") or "") + delta.signature
-        elif kind == "input_json_delta":
-            block["partial_json"] = block.get("partial_json", "") + delta.partial_json
-
-    def _emit(
-        self, kind: Literal["text", "reasoning"], chunk: str, block: dict[str, Any], key: str
-    ) -> None:
-        block[key] = (block.get(key) or "") + chunk
-        if self._sink is not None and chunk:
-            self.delivered = True
-            self._sink(kind, chunk)
-
-    def response(self, requested_model: str) -> ModelResponse:
-        blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        text = "".join(b.get("text") or "" for b in blocks if b["type"] == "text")
-        return ModelResponse(
-            text=text or None,
-            tool_calls=tuple(_call(b) for b in blocks if b["type"] == "tool_use"),
-            thinking=tuple(t for t in map(_thinking, blocks) if t is not None),
-            model=self.model or requested_model,
-            usage=self._usage() if self.usage else None,
-        )
-
-    def _usage(self) -> dict[str, int]:
-        """Anthropic's input_tokens leaves out what the cache read and wrote; prompt_tokens
-        counts the whole prompt (the compaction threshold compares it with the window)."""
-        read, write = self.usage.get("read", 0), self.usage.get("write", 0)
-        prompt = self.usage.get("input", 0) + read + write
-        output = self.usage.get("output", 0)
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": output,
-            "total_tokens": prompt + output,
-            "cache_read_tokens": read,
-            "cache_write_tokens": write,
-        }
+async def _read(stream: AsyncMessageStream[Any], sink: DeltaSink) -> Message:
+    """The stream's Message, its text and thinking deltas passed to `sink` as they come."""
+    events = aiter(stream)
+    while True:
+        try:
+            event = await anext(events)
+        except StopAsyncIteration:
+            raise BrokenStream("the stream ended before the response was complete") from None
+        except _GARBLED as exc:
+            raise GarbledStream(_garbled(exc)) from exc
+        if event.type == "text":
+            sink("text", event.text)
+        elif event.type == "thinking":
+            sink("reasoning", event.thinking)
+        elif event.type == "message_stop":
+            # The SDK passes an event before message_start on without a Message.
+            message: Message | None = getattr(event, "message", None)
+            if message is None:
+                raise GarbledStream("an event before message_start")
+            return message
 
 
-def _call(block: dict[str, Any]) -> ResponseToolCall:
-    # The raw argument string as streamed; a call with no input streams no JSON at all.
-    return ResponseToolCall(
-        id=block["id"], name=block["name"], arguments=block.get("partial_json") or "{}"
+def _garbled(problem: Exception) -> str:
+    """What the provider sent, to follow "PROVIDER sent"."""
+    if isinstance(problem, UnicodeDecodeError):
+        where = f"{problem.reason} at byte {problem.start} of its line"
+        return f"an event that is not valid UTF-8 ({where})"
+    what = f"{type(problem).__name__}: {problem}"
+    if isinstance(problem, json.JSONDecodeError):
+        return one_line(f"an event that is not JSON ({what})", ERROR_WIDTH)
+    if isinstance(problem, IndexError):  # the SDK looks a delta's block up by its index
+        return one_line(f"an event for a content block it never started ({what})", ERROR_WIDTH)
+    return one_line(f"a malformed event ({what})", ERROR_WIDTH)
+
+
+def _response(message: Message, requested_model: str) -> ModelResponse:
+    calls: list[ResponseToolCall] = []
+    thinking: list[Thinking] = []
+    text: list[str] = []
+    for block in message.content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "tool_use":
+            # The SDK parsed the streamed JSON; a call with no input streams none and is {}.
+            arguments = json.dumps(block.input, ensure_ascii=False)
+            calls.append(ResponseToolCall(id=block.id, name=block.name, arguments=arguments))
+        elif block.type == "thinking":
+            thinking.append(Thinking(text=block.thinking, signature=block.signature or None))
+        elif block.type == "redacted_thinking":
+            thinking.append(Thinking(redacted=block.data))
+    return ModelResponse(
+        text="".join(text) or None,
+        tool_calls=tuple(calls),
+        thinking=tuple(thinking),
+        model=message.model or requested_model,
+        usage=_usage(message.usage),
     )
 
 
-def _thinking(block: dict[str, Any]) -> Thinking | None:
-    if block["type"] == "thinking":
-        return Thinking(text=block.get("thinking") or "", signature=block.get("signature"))
-    if block["type"] == "redacted_thinking":
-        return Thinking(redacted=block.get("data") or "")
-    return None
+def _usage(usage: Usage) -> dict[str, int]:
+    """Anthropic's input_tokens leaves out what the cache read and wrote; prompt_tokens
+    counts the whole prompt (the compaction threshold compares it with the window)."""
+    read = usage.cache_read_input_tokens or 0
+    write = usage.cache_creation_input_tokens or 0
+    prompt = (usage.input_tokens or 0) + read + write
+    output = usage.output_tokens or 0
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": output,
+        "total_tokens": prompt + output,
+        "cache_read_tokens": read,
+        "cache_write_tokens": write,
+    }
 
 
 def _status(exc: anthropic.APIStatusError) -> int:

@@ -1,25 +1,28 @@
 """A scripted Messages API server on loopback (`harness_model_anthropic.testing`), for tests.
 
 fakellm (test_anthropic_fakellm.py) speaks streaming text and tool use; this one also streams
-thinking with signatures, redacted thinking, cache usage, error events, `retry-after` and cut
-connections, and records every request body, so tests can assert on the exact request the
-real `anthropic` SDK sent (breakpoints, thinking blocks, tool_result blocks). A real HTTP/1.1
-server (stdlib) in a thread; SSE bodies end by closing the connection. Strict: a request with
-no reply left gets HTTP 400, and `check()` fails on it and on replies never used.
+thinking with signatures, redacted thinking, cache usage, error events, `retry-after`, cut
+connections and garbled events (`garbled`: raw bytes for an event's data, not JSON or not
+UTF-8), and records every request body, so tests can assert on the exact request the real
+`anthropic` SDK sent (breakpoints, thinking blocks, tool_result blocks). A real HTTP/1.1
+server (stdlib) in a thread; SSE bodies are chunked, as the API sends them, so a cut
+(`cut_after`) is a body that never ends, not a short one. Strict: a request with no reply left
+gets HTTP 400, and `check()` fails on it and on replies never used.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Event = tuple[str, dict[str, Any]]
+Event = tuple[str, dict[str, Any] | bytes]  # an event's name and data (bytes: sent as they are)
 _ids = itertools.count(1)
 
 
@@ -31,7 +34,7 @@ class Reply:
     status: int = 200
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    cut_after: int | None = None  # close the connection after this many events
+    cut_after: int | None = None  # cut the connection after this many events
 
 
 @dataclass
@@ -133,6 +136,13 @@ def error_event(kind: str, text: str) -> Reply:
     return Reply(events=(("error", {"type": "error", "error": {"type": kind, "message": text}}),))
 
 
+def garbled(reply: Reply, *, at: int, data: bytes) -> Reply:
+    """`reply` with the data of event `at` (0-based) replaced by the raw `data`."""
+    events = list(reply.events)
+    events[at] = (events[at][0], data)
+    return replace(reply, events=tuple(events))
+
+
 def _split(text: str, pieces: int) -> list[str]:
     size = max(1, -(-len(text) // pieces))
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
@@ -181,13 +191,21 @@ class FakeMessages:
                     return
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
-                self.send_header("connection", "close")  # the body ends when the socket does
+                self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
-                events = reply.events[: reply.cut_after]
-                for name, data in events:
-                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                    self.wfile.flush()
-                self.close_connection = True
+                for name, data in reply.events[: reply.cut_after]:
+                    raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+                    self._chunk(b"event: %s\ndata: %s\n\n" % (name.encode(), raw))
+                if reply.cut_after is not None:
+                    # The body never gets its last chunk: the client sees a cut connection.
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self._chunk(b"")  # the zero-length chunk ends the body
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
