@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+import anthropic
 import pytest
 from harness_core import builtins
 from harness_core.log import SessionStore
 from harness_core.loop import Agent
-from harness_core.models import ContextLengthExceeded, ModelError
+from harness_core.models import ContextLengthExceeded, ModelError, read_timeout
 from harness_core.plugins import PluginHost
 from harness_model_anthropic import build
 from harness_model_anthropic._model import AnthropicModel, RetryPolicy
@@ -329,6 +331,22 @@ async def test_a_malformed_event_after_output_is_named_and_not_retried(
     )
     assert str(caught.value).endswith(
         "not retried because part of the answer was already shown; run the turn again"
+    )
+
+
+async def test_a_stalled_stream_times_out(fake: FakeMessages) -> None:
+    """Headers, then silence past the read timeout: retried, then one line naming the
+    timeout and the setting that raises it."""
+    stalled = replace(message("late"), stall=1.0)
+    fake.expect(stalled, stalled)
+    timeout = read_timeout(anthropic.Timeout, 0.2)
+    retry = RetryPolicy(attempts=2, initial_delay=0.005)
+    async with connect(fake, retry=retry, timeout=timeout) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.respond(USER, [])
+    assert str(caught.value).startswith(
+        "anthropic:claude-test timed out (2 attempts, no data for 0.2s): the provider is slow "
+        "or unreachable"
     )
 
 

@@ -2,10 +2,10 @@
 
 fakellm (test_anthropic_fakellm.py) speaks streaming text and tool use; this one also streams
 thinking with signatures, redacted thinking, cache usage, error events, `retry-after`, cut
-connections and garbled events (`garbled`: raw bytes for an event's data, not JSON or not
-UTF-8), and records every request body, so tests can assert on the exact request the real
-`anthropic` SDK sent (breakpoints, thinking blocks, tool_result blocks). A real HTTP/1.1
-server (stdlib) in a thread; SSE bodies are chunked, as the API sends them, so a cut
+and stalled connections, and garbled events (`garbled`: raw bytes for an event's data, not
+JSON or not UTF-8), and records every request body, so tests can assert on the exact request
+the real `anthropic` SDK sent (breakpoints, thinking blocks, tool_result blocks). A real
+HTTP/1.1 server (stdlib) in a thread; SSE bodies are chunked, as the API sends them, so a cut
 (`cut_after`) is a body that never ends, not a short one. Strict: a request with no reply left
 gets HTTP 400, and `check()` fails on it and on replies never used.
 """
@@ -35,6 +35,7 @@ class Reply:
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None  # cut the connection after this many events
+    stall: float = 0.0  # seconds of silence after the headers, before the first event
 
 
 @dataclass
@@ -174,7 +175,10 @@ class FakeMessages:
                         error(400, "no reply scripted for this request", "invalid_request_error")
                     )
                     return
-                self._send(fake.replies.popleft())
+                try:
+                    self._send(fake.replies.popleft())
+                except OSError:  # the client went away (a timeout test): not a server failure
+                    self.close_connection = True
 
             def _send(self, reply: Reply) -> None:
                 if reply.status != 200:
@@ -193,6 +197,8 @@ class FakeMessages:
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
+                self.wfile.flush()
+                time.sleep(reply.stall)
                 for name, data in reply.events[: reply.cut_after]:
                     raw = data if isinstance(data, bytes) else json.dumps(data).encode()
                     self._chunk(b"event: %s\ndata: %s\n\n" % (name.encode(), raw))
