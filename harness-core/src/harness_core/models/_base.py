@@ -37,7 +37,7 @@ class ContextLengthExceeded(ModelError):
 class ResponseToolCall:
     id: str
     name: str
-    arguments: str  # raw, exactly as the model sent it
+    arguments: str  # JSON text as the provider streamed it (Anthropic: its parsed input, dumped)
 
 
 @dataclass(frozen=True, slots=True)
