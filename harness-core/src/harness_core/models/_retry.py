@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import logging
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, TypeVar
+from functools import partial
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 
 from ..sanitize import one_line
-from ._base import ContextLengthExceeded, DeltaSink, ModelError
+from ._base import ContextLengthExceeded, DeltaSink, ModelBase, ModelError, ModelResponse
 
 __all__ = [
     "ERROR_WIDTH",
@@ -27,6 +29,7 @@ __all__ = [
     "Endpoint",
     "Failure",
     "GarbledStream",
+    "ProviderModel",
     "RetryPolicy",
     "attempts_text",
     "error_cause",
@@ -162,6 +165,40 @@ async def with_retries(
             delay = policy.delay(tries, failure.retry_after)
         logger.info("%s: attempt %d failed, retrying in %.2fs", name, tries, delay)
         await anyio.sleep(delay)
+
+
+class ProviderModel(ModelBase, ABC):
+    """A model a provider serves over HTTP: one streamed request per response, retried by
+    `with_retries` per `retry`. A provider gives the request body (`request`), one attempt
+    (`stream`, which passes its text and reasoning to the sink) and what a failed attempt was
+    (`failure`)."""
+
+    name: str
+    retry: RetryPolicy
+
+    async def respond(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_delta: DeltaSink | None = None,
+    ) -> ModelResponse:
+        """Stream one response, retrying per `self.retry`; every failure is a ModelError."""
+        attempt = partial(self.stream, self.request(messages, tools))
+        return await with_retries(self.name, self.retry, self.failure, attempt, on_delta)
+
+    @abstractmethod
+    def request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The request body for `messages` (never mutated) and `tools`."""
+
+    @abstractmethod
+    async def stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
+        """One attempt: the response to `request`, its deltas passed to `sink`."""
+
+    @abstractmethod
+    def failure(self, exc: Exception, attempts: int) -> Failure | None:
+        """What one failed attempt was; None for an error that is not the provider's."""
 
 
 class _Shown:

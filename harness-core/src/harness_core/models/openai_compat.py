@@ -8,8 +8,8 @@ Retries are ours, not the SDK's (the client is built with `max_retries=0`): we n
 configurable backoff (tests run it in milliseconds), an attempt count for the error message,
 and one rule the SDK cannot know — a stream that breaks *after* output reached the host is not
 retried, because the host already showed part of an answer that a retry would contradict.
-`_retry.with_retries` drives them for every provider; this module says only what a failed
-attempt was (`_failure`).
+`ProviderModel` (models/_retry) drives them for every provider; this module says only what a
+failed attempt was (`failure`).
 
 This module imports the `openai` SDK; `harness_core.models` does not import this module, so
 the SDK loads only when a real model is built (`build_model`).
@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from functools import partial
 from typing import Any, Final, Literal
 
 import anyio
@@ -29,7 +28,6 @@ import openai
 from ..sanitize import one_line
 from ._base import (
     DeltaSink,
-    ModelBase,
     ModelResponse,
     ResponseToolCall,
 )
@@ -39,11 +37,11 @@ from ._retry import (
     Endpoint,
     Failure,
     GarbledStream,
+    ProviderModel,
     RetryPolicy,
     read_timeout,
     status_failure,
     stream_failure,
-    with_retries,
 )
 
 __all__ = ["DEFAULT_TIMEOUT", "OpenAICompatModel", "RetryPolicy"]
@@ -75,7 +73,7 @@ class _MalformedChunk(GarbledStream):
         super().__init__(f"a malformed chunk from the provider (chunk {number}: {detail})")
 
 
-class OpenAICompatModel(ModelBase):
+class OpenAICompatModel(ProviderModel):
     """A chat-completions model: `OpenAICompatModel(name, api_key=..., base_url=...)`.
 
     `provider` names the service in errors and picks the `reasoning_content` policy;
@@ -115,18 +113,7 @@ class OpenAICompatModel(ModelBase):
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def respond(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_delta: DeltaSink | None = None,
-    ) -> ModelResponse:
-        """Stream one response, retrying per `self.retry`; every failure is a ModelError."""
-        attempt = partial(self._stream, self._request(messages, tools))
-        return await with_retries(self.name, self.retry, self._failure, attempt, on_delta)
-
-    def _failure(self, exc: Exception, attempts: int) -> Failure | None:
-        """What one failed attempt was; None for an error that is not the provider's."""
+    def failure(self, exc: Exception, attempts: int) -> Failure | None:
         if isinstance(exc, openai.APIStatusError):
             return status_failure(
                 self._endpoint(),
@@ -153,7 +140,7 @@ class OpenAICompatModel(ModelBase):
 
     # -- one request -----------------------------------------------------------------------
 
-    def _request(
+    def request(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -183,7 +170,7 @@ class OpenAICompatModel(ModelBase):
             out.setdefault("reasoning_content", "")
         return out
 
-    async def _stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
+    async def stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
         assembly = _Assembly(sink)
         stream = await self._client.chat.completions.create(**request)
         chunks = aiter(stream)

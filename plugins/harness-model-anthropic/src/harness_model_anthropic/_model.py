@@ -7,7 +7,7 @@ response, and name what went wrong in a stream the SDK reads (an event that is n
 UTF-8, one for a content block never started, a cut) as one line.
 
 Retries are ours, as for `openai:` (the client is built with `max_retries=0`, and
-`harness_core.models.with_retries` drives them): a stream that breaks after output reached the
+`harness_core.models.ProviderModel` drives them): a stream that breaks after output reached the
 host is not retried, since a retry would show a second, different answer. 429, 529
 (overloaded), 408 and 5xx are retried, honouring `retry-after`, and so is a broken or garbled
 stream before output.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import partial
 from typing import Any, Final
 
 import anthropic
@@ -26,8 +25,8 @@ import httpx2
 from anthropic.lib.streaming import AsyncMessageStream
 from anthropic.types import Message, Usage
 
-# One retry driver, one reading of `retry-after`, and one wording of a failure for every
-# provider: this module says only what a failed attempt was (`_failure`).
+# One retry driver (ProviderModel.respond), one reading of `retry-after`, and one wording of a
+# failure for every provider: this module says only what a failed attempt was (`failure`).
 from harness_core.models import (
     ERROR_WIDTH,
     BrokenStream,
@@ -35,15 +34,14 @@ from harness_core.models import (
     Endpoint,
     Failure,
     GarbledStream,
-    ModelBase,
     ModelResponse,
+    ProviderModel,
     ResponseToolCall,
     RetryPolicy,
     Thinking,
     read_timeout,
     status_failure,
     stream_failure,
-    with_retries,
 )
 from harness_core.sanitize import one_line
 
@@ -62,7 +60,7 @@ _TOO_LONG: Final = re.compile(r"prompt is too long|context (length|window)", re.
 _GARBLED: Final = (ValueError, LookupError, TypeError, AttributeError)
 
 
-class AnthropicModel(ModelBase):
+class AnthropicModel(ProviderModel):
     """`AnthropicModel(name, api_key=...)`; close it with `aclose()` or `async with`.
 
     `thinking_budget` turns extended thinking on with that many tokens (it must be below
@@ -103,18 +101,7 @@ class AnthropicModel(ModelBase):
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def respond(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_delta: DeltaSink | None = None,
-    ) -> ModelResponse:
-        """Stream one response, retrying per `self.retry`; every failure is a ModelError."""
-        attempt = partial(self._stream, self.request(messages, tools))
-        return await with_retries(self.name, self.retry, self._failure, attempt, on_delta)
-
-    def _failure(self, exc: Exception, attempts: int) -> Failure | None:
-        """What one failed attempt was; None for an error that is not the provider's."""
+    def failure(self, exc: Exception, attempts: int) -> Failure | None:
         if isinstance(exc, anthropic.APIStatusError):
             status, detail = _status(exc), _detail(exc)
             too_long = status in (400, 413) and bool(_TOO_LONG.search(detail))
@@ -133,7 +120,6 @@ class AnthropicModel(ModelBase):
     def request(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
-        """The Messages API request body for `messages` (never mutated) and `tools`."""
         request: dict[str, Any] = {
             "model": self.model_name,
             "max_tokens": self.max_tokens,
@@ -148,7 +134,7 @@ class AnthropicModel(ModelBase):
             request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         return request
 
-    async def _stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
+    async def stream(self, request: dict[str, Any], sink: DeltaSink) -> ModelResponse:
         async with self._client.messages.stream(**request) as stream:
             try:
                 message = await _read(stream, sink)
@@ -168,7 +154,7 @@ class AnthropicModel(ModelBase):
             base_url=self.base_url,
             key_hint=self.key_env,
             read_timeout=timeout.read if isinstance(timeout, anthropic.Timeout) else timeout,
-            # A stream's own read timeout comes from the transport, unwrapped (see _failure).
+            # A stream's own read timeout comes from the transport, unwrapped (see failure).
             timeout_error=(anthropic.APITimeoutError, httpx2.TimeoutException),
             connection_error=anthropic.APIConnectionError,
         )
