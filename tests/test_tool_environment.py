@@ -11,7 +11,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from test_cli_support import bash_call, run_cli, session_ids, write_script
+from harness_core.testing.openai_server import OpenAIServer, reply
+from test_cli_support import Terminal, bash_call, run_cli, session_ids, write_script
 
 # Variables a user's shell may well hold, each secret; none may reach a tool or the log.
 HELD = {
@@ -153,3 +154,68 @@ def test_a_password_in_the_configured_store_url_is_redacted(
     )
     for result in (ran, listed):
         assert password not in result.stdout + result.stderr
+
+
+def test_show_and_events_redact_what_this_process_holds(tmp_path: Path, harness_home: Path) -> None:
+    """A log written before a value was a secret (or by a process without it) still holds
+    it; `show`, `show --json` and `events` print it redacted all the same."""
+    value = HELD["FOO_PASSWORD"]
+    model = write_script(
+        tmp_path / "s.json",
+        [{"tool_calls": [bash_call(f"echo was {value}")]}, {"text": f"it was {value}"}],
+    )
+    ran = run_cli("run", "--sandbox", "off", "--model", model, "go", cwd=tmp_path)
+    assert ran.returncode == 0 and value in ran.stdout, ran.stderr  # not a secret then
+    (session,) = session_ids(harness_home)
+    env = {"FOO_PASSWORD": value}
+    results = [run_cli(*command, session, env=env) for command in (["show"], ["events"])]
+    results.append(run_cli("show", "--json", session, env=env))
+    for result in results:
+        assert result.returncode == 0, result.stderr
+        assert value not in result.stdout and "was [redacted]" in result.stdout, result.stdout
+    json.loads(results[2].stdout)
+    assert [json.loads(line)["seq"] for line in results[1].stdout.splitlines()][:2] == [0, 1]
+
+
+def test_a_secret_streamed_in_pieces_is_redacted_on_the_terminal(
+    openai_server: OpenAIServer, tmp_path: Path, harness_home: Path
+) -> None:
+    """The provider streams a held value back in seven pieces: the lines `run` prints, plain
+    and live on a terminal, show it redacted, as the log does."""
+    value = HELD["PGPASSWORD"]
+    env = {
+        "PGPASSWORD": value,
+        "OPENAI_API_KEY": "sk-test-key-123",
+        "OPENAI_BASE_URL": openai_server.base_url,
+    }
+    text = f"The password is {value}, as asked.\nNothing more."
+    openai_server.expect(reply(text, pieces=7), reply(text, pieces=7))
+    plain = run_cli("run", "--model", "openai:m", "go", env=env, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "The password is [redacted], as asked." in plain.stdout.splitlines()
+    terminal = Terminal("run", "--model", "openai:m", "go", env=env, cwd=tmp_path)
+    assert terminal.wait() == 0, terminal.text
+    assert "The password is [redacted], as asked." in terminal.text
+    for output in (plain.stdout + plain.stderr, terminal.raw.decode("utf-8", "replace")):
+        assert value not in output
+
+
+async def test_acp_sends_no_held_secret(tmp_path: Path, harness_home: Path) -> None:
+    """Over ACP a tool's output and the model's text carry a held value: the client gets it
+    redacted in every update."""
+    from test_acp import bridge, prompt
+
+    value = HELD["AWS_SECRET_ACCESS_KEY"]
+    (tmp_path / "leaked.txt").write_text(f"key {value}\n")
+    model = write_script(
+        tmp_path / "s.json",
+        [{"tool_calls": [bash_call("cat leaked.txt")]}, {"text": f"The key is {value}."}],
+    )
+    env: dict[str, str | None] = {"AWS_SECRET_ACCESS_KEY": value}
+    async with bridge(tmp_path, "--model", model, "--sandbox", "off", env=env) as (conn, rec):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=prompt("go"))
+    assert answer.stop_reason == "end_turn"
+    assert rec.text() == "The key is [redacted]."
+    sent = json.dumps([update.model_dump(mode="json") for update in rec.updates])
+    assert value not in sent and "key [redacted]" in sent
