@@ -88,12 +88,12 @@ def test_settings_from_the_environment(tmp_path: Path) -> None:
         "HARNESS_MAX_STEPS": "7",
         "HARNESS_MODEL_TIMEOUT": "2.5",
         "HARNESS_MODEL_RETRIES": "0",
-        "HARNESS_PASS_ENV": "GITHUB_TOKEN, NPM_TOKEN",
+        "HARNESS_TOOL_ENV": "GITHUB_TOKEN, NPM_TOKEN",
     }
     settings = Config.load(tmp_path, env=env).settings()
     assert settings.system_prompt == "42"
     assert (settings.max_steps, settings.model_timeout, settings.model_retries) == (7, 2.5, 0)
-    assert settings.pass_env == ("GITHUB_TOKEN", "NPM_TOKEN")
+    assert settings.tool_env == ("GITHUB_TOKEN", "NPM_TOKEN")
     with pytest.raises(ConfigError, match=r"got 'true' from the environment"):
         Config.load(tmp_path, env={"HARNESS_MODEL_TIMEOUT": "true"}).settings()
 
@@ -113,3 +113,14 @@ def test_deeply_nested_env_json_is_a_plain_string(tmp_path: Path) -> None:
     deep = "[" * 100_000
     with pytest.raises(ConfigError, match="must be a positive integer"):
         Config.load(tmp_path, env={"HARNESS_MAX_STEPS": deep}).settings()
+
+
+def test_pass_env_is_refused_naming_tool_env(tmp_path: Path) -> None:
+    """The old setting, in the file or the environment, says what to write instead: ignored,
+    it would quietly take from tools a variable they got before."""
+    write(tmp_path, 'pass_env = ["GITHUB_TOKEN"]\n')
+    with pytest.raises(ConfigError, match=r"pass_env \(or HARNESS_PASS_ENV\) is now tool_env"):
+        Config.load(tmp_path, env={}).settings()
+    write(tmp_path, "")
+    with pytest.raises(ConfigError, match="is now tool_env"):
+        Config.load(tmp_path, env={"HARNESS_PASS_ENV": "GITHUB_TOKEN"}).settings()

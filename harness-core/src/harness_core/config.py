@@ -140,7 +140,7 @@ class Settings:
     compact_at: float | None = None
     context_window: int | dict[str, int] | None = None
     secret_env: tuple[str, ...] = ()
-    pass_env: tuple[str, ...] = ()
+    tool_env: tuple[str, ...] = ()
     sandbox: str | None = None
     sandbox_network: bool = False
     sandbox_tmp_size: int | None = None
@@ -162,7 +162,7 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "compact_at": (_fraction, "a fraction of the context window, above 0 and at most 1"),
     "context_window": (_window, "a positive number of tokens, or a table of them by model"),
     "secret_env": (_names, "a list of environment variable names"),
-    "pass_env": (_names, "a list of environment variable names"),
+    "tool_env": (_names, "a list of environment variable names"),
     "sandbox": (_choice("workspace", "off"), "workspace or off"),
     "sandbox_network": (_switch, "true or false"),
     "sandbox_tmp_size": (_size, _SIZE_KIND),
@@ -172,6 +172,13 @@ _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "web_sessions": (_positive_int, "a positive number of sessions"),
     "store": (_text, "a store URL such as file:///path or postgresql://host/db"),
     "approval": (_choice("ask", "auto", "deny"), "ask, auto or deny"),
+}
+
+# A renamed setting, in the file or the environment, is an error saying what to write instead:
+# ignored, it would silently take a variable from the tools that used to get it.
+_RENAMED: Final = {
+    "pass_env": "is now tool_env, which names every variable tools get beyond PATH, HOME and "
+    "the other basic ones (docs/security.md)",
 }
 
 
@@ -257,6 +264,9 @@ class Config:
     def settings(self) -> Settings:
         """Every top-level setting checked; the first problem is a ConfigError naming it."""
         where = f"in {self.path}" if self.path else "in the config"
+        for old, instead in _RENAMED.items():
+            if old in self.data or _env_name(old) in self._env:
+                raise ConfigError(f"{old} (or {_env_name(old)}) {instead}")
         unknown = sorted(set(self.data) - set(_CHECKS) - {"plugins"})
         if unknown:
             known = ", ".join([*_CHECKS, "plugins"])

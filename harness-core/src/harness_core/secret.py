@@ -1,11 +1,18 @@
-"""Secrets: which environment variables hold them, the one redactor that keeps their values out
-of everything harness prints or logs, and the environment tool processes get without them.
+"""Secrets: the environment tool processes get, which variables hold secret values, and the one
+redactor that keeps those values out of everything harness prints or stores.
 
-A variable is secret when its name ends in `_API_KEY` (OPENAI_API_KEY, DEEPSEEK_API_KEY, any
-provider's key), is HARNESS_WEB_TOKEN, or is listed in the `secret_env` setting
-(HARNESS_SECRET_ENV). Tool processes get the environment minus the secret variables, except
-those listed in `pass_env` (HARNESS_PASS_ENV). Redaction replaces every secret value, and any
-`Bearer TOKEN`, by `[redacted]`, whether or not the variable is passed through.
+Tools get an allowlist, not the user's environment: `TOOL_ENV` (the variables a shell needs to
+work: where programs are, who and where the user is, the locale, the terminal, the time zone,
+the temporary directory), `LC_*`, and the names the `tool_env` setting (HARNESS_TOOL_ENV) adds.
+A denylist cannot keep up with what a user's environment holds (`PGPASSWORD`, `DATABASE_URL`,
+`AWS_SECRET_ACCESS_KEY`, a CI's `*_TOKEN`); an allowlist needs no guess. The model of it is
+Codex's `shell_environment_policy` with `inherit = "core"`.
+
+A variable holds a secret when its name contains KEY, SECRET, TOKEN, PASSWORD, PASSWD,
+PASSPHRASE or CREDENTIAL (any case: Codex's default excludes, and more), or when the
+`secret_env` setting (HARNESS_SECRET_ENV) names it; a URL with a password, in any variable or
+as the configured store, holds that password. Redaction replaces every such value, and any
+`Bearer TOKEN`, by `[redacted]`, whether or not `tool_env` passes the variable to tools.
 
 The host installs the process's secrets once (`install`, after the config is read); the log
 writer and the stderr writer both redact through `current()`.
@@ -18,16 +25,19 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+from urllib.parse import unquote
 
-__all__ = ["REDACTED", "Secrets", "current", "install"]
+__all__ = ["REDACTED", "TOOL_ENV", "Secrets", "current", "install"]
 
 REDACTED: Final = "[redacted]"
-SECRET_SUFFIX: Final = "_API_KEY"
-# The web host's token: a tool that could read it could drive the web API.
-ALWAYS_SECRET: Final = frozenset({"HARNESS_WEB_TOKEN"})
-# The session store's URL: kept from tools (it may reach a database), and its password, not
-# the rest of it, redacted wherever harness writes.
-STORE_VARIABLE: Final = "HARNESS_STORE"
+# What every tool process gets (with LC_*): enough for a shell and the programs it starts.
+TOOL_ENV: Final = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TZ", "TMPDIR"}
+)
+TOOL_ENV_PREFIX: Final = "LC_"
+_SECRET_NAME: Final = re.compile(
+    r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL", re.IGNORECASE
+)
 _URL_PASSWORD: Final = re.compile(r"^[a-z][a-z0-9+.-]*://[^:/?#@]*:([^@/?#]+)@", re.IGNORECASE)
 # Shorter values are not redacted: a placeholder key such as "x" or "test" would otherwise
 # blank out every occurrence of a common word.
@@ -37,21 +47,24 @@ _BEARER: Final = re.compile(r"\b(Bearer\s+)(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}")
 
 
 class Secrets:
-    """The secret variables of one environment and their values."""
+    """The secret values of one environment (and store URL), and the environment for tools."""
 
-    __slots__ = ("_pattern", "names", "needles", "pass_env", "values")
+    __slots__ = ("_pattern", "names", "needles", "tool_env", "values")
 
     def __init__(
         self,
         env: Mapping[str, str],
         *,
         secret_env: Iterable[str] = (),
-        pass_env: Iterable[str] = (),
+        tool_env: Iterable[str] = (),
+        store: str | None = None,
     ) -> None:
-        extra = ALWAYS_SECRET | {STORE_VARIABLE} | set(secret_env)
-        self.names = frozenset(n for n in env if n.endswith(SECRET_SUFFIX) or n in extra)
-        self.pass_env = frozenset(pass_env)
-        values = {_secret_part(n, env[n]) for n in self.names}
+        listed = frozenset(secret_env)
+        self.names = frozenset(n for n in env if n in listed or _SECRET_NAME.search(n))
+        self.tool_env = TOOL_ENV | frozenset(tool_env)
+        values = {env[n] for n in self.names}
+        for value in (*env.values(), store or ""):
+            values.update(_url_password(value))
         values = {v for v in values if len(v.strip()) >= MIN_LENGTH}
         # Longest first, so a value containing another is replaced whole.
         self.values = tuple(sorted(values, key=len, reverse=True))
@@ -82,16 +95,16 @@ class Secrets:
         return any(needle in line for needle in self.needles)
 
     def tool_environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        """`env` for a tool process: secret variables removed unless passed through."""
-        return {k: v for k, v in env.items() if k not in self.names or k in self.pass_env}
+        """`env` for a tool process: the allowlist, `LC_*` and the `tool_env` names only."""
+        allowed = self.tool_env
+        return {k: v for k, v in env.items() if k in allowed or k.startswith(TOOL_ENV_PREFIX)}
 
 
-def _secret_part(name: str, value: str) -> str:
-    """The part of a variable's value to redact: a store URL's password, else all of it."""
-    if name != STORE_VARIABLE:
-        return value
+def _url_password(value: str) -> tuple[str, ...]:
+    """The password of a URL such as postgresql://user:PASSWORD@host/db, as written and
+    decoded (`p%40ss` is `p@ss` to the server, and in its messages); none without one."""
     match = _URL_PASSWORD.match(value)
-    return match[1] if match else ""
+    return (match[1], unquote(match[1])) if match else ()
 
 
 def _json_form(value: str) -> bytes:

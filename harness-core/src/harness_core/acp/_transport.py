@@ -17,6 +17,8 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from .. import secret
+
 if TYPE_CHECKING:
     from ..loop import Policy
     from ..runtime import Runtime
@@ -121,7 +123,11 @@ class _Lines:
                 raise  # the bridge's own request or notification: its sender is told
             # An answer still answers its request (a float that overflowed to inf, say).
             reason = f"Internal error: the answer is not JSON: {exc}"
-            data = _encode(_error(message["id"], INTERNAL_ERROR, reason))
+            message = _error(message["id"], INTERNAL_ERROR, reason)
+            data = _encode(message)
+        secrets = secret.current()
+        if secrets.in_line(data):  # streamed text, an error echoing a value (harness_core.secret)
+            data = _encode(secrets.redact_json(message))
         view = memoryview(data)
         try:
             while view:

@@ -7,6 +7,7 @@ import sys
 from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
+from .. import secret
 from ..hosts import one_line
 from ..log import EventTypeRegistry, SessionStore, Store, file_store_directory, redact_url
 from ._app import App, ConfiguredHome
@@ -19,15 +20,24 @@ __all__ = ["events", "sessions", "show"]
 
 
 def _print_json(value: Any) -> None:
-    """Indented JSON, UTF-8 as is: orjson writes what `json.dumps(indent=2)` would, faster."""
+    """Indented JSON, UTF-8 as is, with any secret this process holds redacted (a log
+    written before it was one, or by a process without it, may hold it)."""
+    secrets = secret.current()
+    encoded = _indented(value)
+    if secrets.in_line(encoded):
+        encoded = _indented(secrets.redact_json(value))
+    sys.stdout.flush()
+    sys.stdout.buffer.write(encoded)
+
+
+def _indented(value: Any) -> bytes:
+    """What `json.dumps(indent=2)` would write, by orjson, faster."""
     import orjson  # not for the plain listing, which `sessions` serves without it
 
     try:
-        encoded = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # an integer past 64 bits in a hand-edited log: json can still write it
-        encoded = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
-    sys.stdout.flush()
-    sys.stdout.buffer.write(encoded)
+        return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 # -- sessions --------------------------------------------------------------------------------
@@ -109,8 +119,23 @@ def show(args: Namespace) -> int:
 
 def events(args: Namespace) -> int:
     # Each well-formed envelope exactly as stored: the log wrote it with the encoding this
-    # command would use, so re-encoding every event would only cost time.
+    # command would use, so re-encoding every event would only cost time. Only a line that
+    # holds a secret this process knows (written before it was one, or by a process without
+    # it) is re-encoded, redacted.
     lines = App().store.lines(args.id)
+    secrets = secret.current()
     sys.stdout.flush()
-    sys.stdout.buffer.writelines(line + b"\n" for line in lines)
+    sys.stdout.buffer.writelines(
+        (_redacted(line, secrets) if secrets.in_line(line) else line) + b"\n" for line in lines
+    )
     return 0
+
+
+def _redacted(line: bytes, secrets: secret.Secrets) -> bytes:
+    import orjson
+
+    try:
+        return orjson.dumps(secrets.redact_json(orjson.loads(line)))
+    except orjson.JSONDecodeError:  # an integer past 64 bits in a hand-edited log
+        envelope = secrets.redact_json(json.loads(line))
+        return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode()

@@ -12,6 +12,7 @@ from typing import Any, Final, Literal, TextIO
 
 import orjson
 
+from .. import secret
 from ..hosts import (
     Change,
     Conversation,
@@ -223,8 +224,10 @@ class PlainView:
         self._write([f"── turn {event.turn} {status}{detail} ──"])
 
     def _write(self, lines: list[str]) -> None:
+        # Whole lines, so a secret streamed in pieces is redacted too (harness_core.secret).
+        redact = secret.current().redact
         for line in lines:
-            self._out.write(line + "\n")
+            self._out.write(redact(line) + "\n")
         self._out.flush()
 
 

@@ -19,6 +19,7 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
+from .. import secret
 from ..hosts import (
     Change,
     StripLine,
@@ -183,10 +184,11 @@ class LiveView:
 
     def _region(self) -> RenderableType:
         parts: list[RenderableType] = []
+        redact = secret.current().redact  # a value shows once whole, as [redacted]
         if self._reasoning.partial.strip():
-            parts.append(Text(self._reasoning.partial, style="dim italic"))
+            parts.append(Text(redact(self._reasoning.partial), style="dim italic"))
         if self._text.partial.strip():
-            parts.append(Text(self._text.partial))
+            parts.append(Text(redact(self._text.partial)))
         parts += [
             Text(f"{NEST if nested else ''}⋯ {self._label(row)}", style="dim")
             for row, nested in self._sessions.running()
@@ -207,8 +209,10 @@ class LiveView:
             self._live.update(self._region(), refresh=True)
 
     def _print_lines(self, lines: list[str], style: str = "") -> None:
+        # Whole lines, so a secret streamed in pieces is redacted too (harness_core.secret).
+        redact = secret.current().redact
         for line in lines:
-            self._print(Text(line, style=style))
+            self._print(Text(redact(line), style=style))
 
     def _print(self, text: Text) -> None:
         # While live, console.print lands above the region; otherwise it is a plain print.

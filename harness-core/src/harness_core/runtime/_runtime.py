@@ -110,9 +110,13 @@ class ConfiguredHome:
         self.config = Config.load(self.home)
         # Checked before anything is created: a bad setting leaves no half-made session.
         self.settings = self.config.settings()
+        settings = self.settings
         secret.install(
             secret.Secrets(
-                os.environ, secret_env=self.settings.secret_env, pass_env=self.settings.pass_env
+                os.environ,
+                secret_env=settings.secret_env,
+                tool_env=settings.tool_env,
+                store=settings.store,
             )
         )
 

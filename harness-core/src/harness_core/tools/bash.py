@@ -130,8 +130,8 @@ async def _spawn(command: str, cwd: str, exec_ctx: ExecContext) -> sandbox.Comma
     return await sandbox.current().start(
         ["bash", "-c", command],
         cwd,
-        # The model never sees provider keys or secrets (a prompt injection could make it
-        # `echo $OPENAI_API_KEY` into the log); `pass_env` lets chosen ones through.
+        # An allowlist, not harness's environment: a prompt injection could make the model
+        # `env` its keys, PGPASSWORD or a cloud token into the log; `tool_env` adds names.
         secret.current().tool_environment(os.environ),
         owner=exec_ctx.agent,  # its session shares one sandbox, ended with it
     )

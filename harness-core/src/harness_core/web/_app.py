@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import secret
 from ..hosts import DockEntry, one_line
 from ..log import NotASession, SessionLocked, SessionNotFound
 from ._hub import ANSWERS, Busy, Hub, NotWaiting
@@ -326,7 +327,8 @@ def _int_param(request: Request, key: str, default: int) -> int:
 
 
 def _error(status: int, message: str) -> Response:
-    return _with_headers(JSONResponse({"error": one_line(message, 300)}, status_code=status))
+    message = one_line(secret.current().redact(message), 300)
+    return _with_headers(JSONResponse({"error": message}, status_code=status))
 
 
 def _static(name: str) -> Response:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
+from .. import secret
 from ..hosts import SessionSnapshot, ToolRow, TurnQueue, approval_note
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog, SessionSummary, check_title
@@ -327,6 +328,8 @@ class Hub:
     def _delta(self, session_id: str, kind: str, text: str) -> None:
         live = self._live.get(session_id)
         if live is not None:
+            # A piece: a value whole in it is redacted; the final text comes from the log.
+            text = secret.current().redact(text)
             self._send(live, ("delta", {"kind": kind, "text": text}))
 
     def _follow(self, session_id: str, live: _Live) -> None:
