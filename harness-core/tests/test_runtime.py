@@ -23,10 +23,12 @@ class Closing(ModelBase):
         self.texts = list(texts)
         self.closed = False
         self.gate: asyncio.Event | None = None  # when set, each answer waits for it
+        self.asked = asyncio.Event()  # set once a turn has asked for an answer
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], on_delta: Any = None
     ) -> ModelResponse:
+        self.asked.set()
         if self.gate is not None:
             await self.gate.wait()
         return ModelResponse(text=self.texts.pop(0))
@@ -59,10 +61,10 @@ async def test_turns_run_in_the_order_they_were_submitted(runtime: Runtime) -> N
     model = Closing("m", ["a", "b", "c"])
     model.gate = asyncio.Event()
     session = runtime.open(None, model, approval=Approval("auto"))
-    assert session.submit("first") == {"turn": 1}
-    assert session.submit("second") == {"queued": 1}
-    assert session.submit("third") == {"queued": 2}
-    await asyncio.sleep(0.05)
+    assert await session.submit("first") == {"turn": 1}
+    assert await session.submit("second") == {"queued": 1}
+    assert await session.submit("third") == {"queued": 2}
+    await asyncio.wait_for(model.asked.wait(), 10)  # the first turn is running
     assert session.running and session.queued == ["second", "third"]
     model.gate.set()
     await idle(session)
@@ -79,9 +81,9 @@ async def test_a_session_that_lets_go_is_writable_by_another_process_between_run
     session = runtime.open(None, model, hold=False)
     assert session.log is None
     with runtime.store.open(session.id), pytest.raises(SessionLocked):  # another writer
-        session.submit("refused while the other writer holds it")
+        await session.submit("refused while the other writer holds it")
     model.gate = asyncio.Event()
-    session.submit("mine")
+    await session.submit("mine")
     with pytest.raises(SessionLocked):
         runtime.store.open(session.id)
     model.gate.set()
@@ -162,7 +164,7 @@ async def test_cancel_right_after_submit_cancels_the_turn_about_to_start(
 ) -> None:
     """The stop button pressed as a turn begins (its task not yet run) stops that turn."""
     session = runtime.open(None, Closing("m", ["never"]), approval=Approval("auto"), hold=False)
-    assert session.submit("first") == {"turn": 1}
+    assert await session.submit("first") == {"turn": 1}
     assert session.cancel()
     await idle(session)
     await session.aclose()
@@ -176,8 +178,8 @@ async def test_cancel_ends_the_running_turn_and_only_it(runtime: Runtime) -> Non
     session = runtime.open(None, model, approval=Approval("auto"))
     assert session.cancel() is False
     model.gate = asyncio.Event()
-    session.submit("long")
-    await asyncio.sleep(0.05)
+    await session.submit("long")
+    await asyncio.wait_for(model.asked.wait(), 10)  # the turn is running
     assert session.cancel() is True
     await idle(session)
     model.gate.set()

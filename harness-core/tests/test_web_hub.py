@@ -4,11 +4,13 @@ closed, and opening a long session off the event loop."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness_core.log import EventTypeRegistry, Notify, SessionStore
+import pytest
+from harness_core.log import EventTypeRegistry, FileLog, Notify, SessionStore
 from harness_core.loop import Approval
 from harness_core.models import ModelBase, ModelResponse
 from harness_core.runtime import Runtime
@@ -44,6 +46,14 @@ def hub_for(home: Path, max_sessions: int) -> Hub:
     return Hub(web)
 
 
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait until `condition()` holds (within 10 s), looking every few milliseconds."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"{what}: not within 10 s"
+        await asyncio.sleep(0.005)
+
+
 async def test_idle_sessions_past_the_limit_are_evicted_and_their_models_closed(
     harness_home: Path,
 ) -> None:
@@ -53,36 +63,37 @@ async def test_idle_sessions_past_the_limit_are_evicted_and_their_models_closed(
     hub = hub_for(harness_home, max_sessions=2)
     first = await hub.create(None)
     await hub.submit(first, "hello", None)
-    for _ in range(200):
-        if not (await hub.live(first)).session.busy:
-            break
-        await asyncio.sleep(0.01)
+    live = await hub.live(first)
+    await until(lambda: not live.session.busy, "the turn ends")
     second, third = await hub.create(None), await hub.create(None)
     assert hub.held() == [second, third]
-    await asyncio.sleep(0.05)  # the evicted session closes in the background
-    assert Counted.made[0].closed and not any(m.closed for m in Counted.made[1:])
+    await until(lambda: Counted.made[0].closed, "the evicted session closes in the background")
+    assert not any(m.closed for m in Counted.made[1:])
     page = await hub.page(first, limit=50, before=None)
     assert [e["type"] for e in page["events"]][-1] == "turn/end"
     await hub.aclose()
     assert all(m.closed for m in Counted.made)
 
 
-async def test_an_evicted_sessions_events_are_reclaimed(harness_home: Path) -> None:
-    """Opening a session freezes what its fold made (the collector skips it: no pause while
-    a large session opens); letting it go hands it back, so its reader is reclaimed even
-    where it holds reference cycles."""
+async def test_an_evicted_sessions_events_are_reclaimed_and_the_collector_left_alone(
+    harness_home: Path,
+) -> None:
+    """Opening and letting sessions go leaves the garbage collector as the caller set it
+    (off here, nothing frozen), and an evicted session's reader is reclaimed."""
     import gc
     import weakref
 
     hub = hub_for(harness_home, max_sessions=1)
     first = await hub.create(None)
-    reader = weakref.ref((await hub.live(first)).reader)
-    assert gc.get_freeze_count() > 0
-    await hub.create(None)  # the limit is one: the first session goes
-    await asyncio.sleep(0.05)
-    assert first not in hub.held() and gc.get_freeze_count() == 0
-    gc.collect()
-    assert reader() is None
+    gc.disable()
+    try:
+        reader = weakref.ref((await hub.live(first)).reader)
+        await hub.create(None)  # the limit is one: the first session goes
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+    assert first not in hub.held()
+    await until(lambda: gc.collect() >= 0 and reader() is None, "the reader is reclaimed")
     await hub.aclose()
 
 
@@ -122,6 +133,59 @@ async def test_opening_a_long_session_leaves_the_event_loop_free(harness_home: P
     await hub.live(log.session_id)
     ticking.cancel()
     assert ticks - before > 10  # the loop went round while the session was folded
+    await hub.aclose()
+
+
+class Stalling(SessionStore):
+    """A file store whose writers' opens (`stall="open"`) or commits (`"commit"`) wait until
+    the test lets them go, as a long replay or a slow disk would; `stalled` records one that
+    waited in vain, its event loop never having let the test run."""
+
+    def __init__(self, home: Path, registry: EventTypeRegistry, stall: str) -> None:
+        super().__init__(home, registry)
+        self.stall = stall
+        self.waiting, self.go = threading.Event(), threading.Event()
+        self.stalled = False
+
+    def _wait(self) -> None:
+        self.waiting.set()
+        self.stalled |= not self.go.wait(5)
+
+    def open(self, session_id: str, *, writable: bool = True) -> FileLog:
+        if writable and self.stall == "open":
+            self._wait()
+        log = super().open(session_id, writable=writable)
+        if writable and self.stall == "commit":
+            sync = log._sync
+
+            def stalling() -> None:
+                self._wait()
+                sync()
+
+            log._sync = stalling  # type: ignore[method-assign]
+        return log
+
+
+@pytest.mark.parametrize("stall", ["open", "commit"])
+async def test_a_turn_taking_the_writer_or_committing_leaves_other_requests_answered(
+    harness_home: Path, stall: str
+) -> None:
+    """While a posted turn's writer is opened (a whole replay) or commits (an fsync, a
+    database round trip), the host answers another client's listing."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = Stalling(harness_home, hub.runtime.host.event_types, stall)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    posting = asyncio.get_running_loop().create_task(hub.submit(session, "hello", None))
+    await until(store.waiting.is_set, f"the writer's {stall} begins")
+    listed = [summary.id for summary in await hub.sessions()]
+    store.go.set()
+    assert await posting == {"turn": 1}
+    assert listed == [session] and not store.stalled
+    live = await hub.live(session)
+    await until(lambda: not live.session.busy, "the turn ends")
+    events = hub.runtime.reader(session).events
+    assert [e.type for e in events][-2:] == ["message/assistant", "turn/end"]
     await hub.aclose()
 
 

@@ -34,13 +34,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-from harness_core import builtins
-from harness_core.config import Config
-from harness_core.log import SessionStore
-from harness_core.loop import Agent
 from harness_core.models import Model
 from harness_core.models.openai_compat import OpenAICompatModel
-from harness_core.plugins import PluginHost
+from harness_core.runtime import Runtime
 from harness_core.testing.openai_server import OpenAIServer, reply, tool_call
 from harness_model_anthropic._model import AnthropicModel
 from harness_model_anthropic.testing import FakeMessages, message, tool_use
@@ -66,23 +62,29 @@ def todos(step: int) -> dict[str, Any]:
     }
 
 
-def turn(host: PluginHost, home: Path, model: Model, steps: int) -> float:
+def runtime_at(home: Path) -> Runtime:
+    """The session runtime every host runs turns through, on the file store in `home`."""
+    os.environ["HARNESS_MAX_STEPS"] = "1000000"  # each scripted turn ends by itself
+    os.environ["HARNESS_SYSTEM_PROMPT"] = "You are a coding agent."
+    return Runtime(home)
+
+
+def turn(runtime: Runtime, model: Model, steps: int) -> float:
     """Seconds per step of one K-step turn on a fresh session."""
-    store = SessionStore(home, host.event_types)
-    with store.create(system_prompt="You are a coding agent.", cwd=str(home)) as log:
-        agent = Agent(log, model, host.tools, max_steps=steps + 1, store=store)
 
-        async def timed() -> float:
-            started = time.perf_counter()
-            outcome = await agent.run_turn("Do the tasks.")
-            assert outcome.status == "completed", outcome
-            await model.aclose()
-            return time.perf_counter() - started
+    async def timed() -> float:
+        session = runtime.open(None, model, cwd=str(runtime.home))
+        started = time.perf_counter()
+        outcome = await session.run("Do the tasks.")
+        seconds = time.perf_counter() - started
+        await session.aclose()  # the model with it
+        assert outcome.status == "completed", outcome
+        return seconds
 
-        return anyio.run(timed) / steps
+    return anyio.run(timed) / steps
 
 
-def anthropic_turn(host: PluginHost, home: Path, steps: int) -> tuple[float, list[dict[str, Any]]]:
+def anthropic_turn(runtime: Runtime, steps: int) -> tuple[float, list[dict[str, Any]]]:
     fake = FakeMessages()
     try:
         fake.expect(
@@ -90,21 +92,21 @@ def anthropic_turn(host: PluginHost, home: Path, steps: int) -> tuple[float, lis
             message("All done."),
         )
         model = AnthropicModel("claude-bench", api_key="sk-ant-bench", base_url=fake.base_url)
-        seconds = turn(host, home, model, steps)
+        seconds = turn(runtime, model, steps)
         fake.check()
         return seconds, [recorded.body for recorded in fake.requests]
     finally:
         fake.close()
 
 
-def openai_turn(host: PluginHost, home: Path, steps: int) -> float:
+def openai_turn(runtime: Runtime, steps: int) -> float:
     with OpenAIServer() as server:
         server.expect(
             *(reply(tool_calls=[tool_call("todo_write", todos(n))]) for n in range(steps - 1)),
             reply("All done."),
         )
         model = OpenAICompatModel("bench", api_key="sk-bench", base_url=server.base_url)
-        seconds = turn(host, home, model, steps)
+        seconds = turn(runtime, model, steps)
         server.check()
         return seconds
 
@@ -158,23 +160,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     quick = parser.parse_args().quick
     steps, rounds = (50, 2) if quick else (200, 5)
-    host = PluginHost(Config({}, env={}))
-    builtins.add_to(host)
-    host.load_entry_points(env={})
-    home = Path(tempfile.mkdtemp(prefix="harness-bench-anthropic-"))
-    anthropic_turn(host, home, 5)  # warm-up: imports, schemas, page cache
-    openai_turn(host, home, 5)
+    runtime = runtime_at(Path(tempfile.mkdtemp(prefix="harness-bench-anthropic-")))
+    anthropic_turn(runtime, 5)  # warm-up: imports, schemas, page cache
+    openai_turn(runtime, 5)
     sides: dict[str, list[float]] = {"anthropic": [], "openai": []}
     for _ in range(rounds):
-        sides["anthropic"].append(anthropic_turn(host, home, steps)[0])
-        sides["openai"].append(openai_turn(host, home, steps))
+        sides["anthropic"].append(anthropic_turn(runtime, steps)[0])
+        sides["openai"].append(openai_turn(runtime, steps))
     a, o = statistics.median(sides["anthropic"]), statistics.median(sides["openai"])
     print(f"per step, {steps}-step turn x {rounds} rounds (median)")
     print(f"  openai:    {o * 1e3:.2f} ms")
     print(f"  anthropic: {a * 1e3:.2f} ms")
     met = "met" if a / o <= GOAL_RATIO else "MISSED"
     print(f"  ratio: {a / o:.2f}x (goal <= {GOAL_RATIO}x) {met}")
-    _, bodies = anthropic_turn(host, home, 50)
+    _, bodies = anthropic_turn(runtime, 50)
     share = cached_share(bodies)
     met = "met" if share > GOAL_SHARE else "MISSED"
     print(f"cached prefix, 50-step session, after the first step: {share:.1%} (goal > 90%) {met}")

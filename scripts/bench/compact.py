@@ -27,12 +27,9 @@ from typing import Any, Final
 
 import anyio
 import orjson
-from harness_core import builtins
-from harness_core.config import Config
-from harness_core.log import SessionStore
-from harness_core.loop import SUMMARY_PROMPT, Agent, CompactionPolicy
+from harness_core.loop import SUMMARY_PROMPT
 from harness_core.models import DeltaSink, ModelBase, ModelResponse, ResponseToolCall
-from harness_core.plugins import PluginHost
+from harness_core.runtime import Runtime
 
 os.environ.pop("HARNESS_DEV", None)  # production setting: no dev invariants on append
 
@@ -103,19 +100,25 @@ class BenchModel(ModelBase):
         return ModelResponse(tool_calls=(call,), model="bench", usage=usage)
 
 
+def runtime_at(home: Path) -> Runtime:
+    """The session runtime every host runs turns through, on the file store in `home`."""
+    os.environ["HARNESS_MAX_STEPS"] = "1000000"  # each scripted turn ends by itself
+    os.environ["HARNESS_SYSTEM_PROMPT"] = "You are a coding agent."
+    return Runtime(home)
+
+
 def run(steps: int) -> BenchModel:
-    host = PluginHost(Config({}, env={}))
-    builtins.add_to(host)
-    host.load_entry_points(env={})
     model = BenchModel(steps)
     with tempfile.TemporaryDirectory() as home:
-        store = SessionStore(Path(home), host.event_types)
-        with store.create(system_prompt="You are a coding agent.") as log:
-            agent = Agent(
-                log, model, host.tools, max_steps=steps + 1, compaction=CompactionPolicy()
-            )
-            outcome = anyio.run(agent.run_turn, "Do the eight tasks.")
+        runtime = runtime_at(Path(home))
+
+        async def turn() -> None:
+            session = runtime.open(None, model, cwd=home)
+            outcome = await session.run("Do the eight tasks.")
+            await session.aclose()
             assert outcome.status == "completed", outcome.error
+
+        anyio.run(turn)
     return model
 
 

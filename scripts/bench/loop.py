@@ -31,12 +31,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-from harness_core import builtins
-from harness_core.config import Config
-from harness_core.log import SessionStore
-from harness_core.loop import Agent, TurnOutcome
+from harness_core.loop import TurnOutcome
 from harness_core.models import ScriptedModel
-from harness_core.plugins import PluginHost
+from harness_core.runtime import Runtime
 
 os.environ.pop("HARNESS_DEV", None)  # production setting: no dev invariants on append
 
@@ -113,28 +110,29 @@ class Run:
         return self.sync_seconds / self.steps * 1e6
 
 
-def one_turn(host: PluginHost, home: Path, steps: int) -> Run:
+def runtime_at(home: Path) -> Runtime:
+    """The session runtime every host runs turns through, on the file store in `home`."""
+    os.environ["HARNESS_MAX_STEPS"] = "1000000"  # each scripted turn ends by itself
+    os.environ["HARNESS_SYSTEM_PROMPT"] = "You are a coding agent."
+    return Runtime(home)
+
+
+def one_turn(runtime: Runtime, steps: int) -> Run:
     """Time one K-step turn on a fresh session (the model's script is built beforehand)."""
-    store = SessionStore(home, host.event_types, on_append=host.hooks.event_appended)
     model = ScriptedModel(script(steps))
-    with store.create(system_prompt="You are a coding agent.", cwd=str(home)) as log:
-        agent = Agent(
-            log,
-            model,
-            host.tools,
-            max_steps=steps,
-            store=store,
-        )
-        clock = SyncClock()
+    session = runtime.open(None, model, cwd=str(runtime.home))
+    clock = SyncClock()
 
-        async def timed() -> tuple[TurnOutcome, float, float]:
-            with clock.installed():
-                started, user = time.perf_counter(), os.times().user
-                outcome = await agent.run_turn("Do the eight tasks.")
-                return outcome, time.perf_counter() - started, os.times().user - user
+    async def timed() -> tuple[TurnOutcome, float, float]:
+        with clock.installed():
+            started, user = time.perf_counter(), os.times().user
+            outcome = await session.run("Do the eight tasks.")
+            seconds, user = time.perf_counter() - started, os.times().user - user
+        await session.aclose()
+        return outcome, seconds, user
 
-        gc.collect()  # every run starts from the same heap, not the previous run's garbage
-        outcome, seconds, user_seconds = anyio.run(timed)
+    gc.collect()  # every run starts from the same heap, not the previous run's garbage
+    outcome, seconds, user_seconds = anyio.run(timed)
     if outcome.status != "completed" or outcome.steps != steps or model.remaining:
         raise SystemExit(f"benchmark turn went wrong: {outcome}, {model.remaining} steps left")
     return Run(steps, seconds, clock.seconds, clock.calls, user_seconds)
@@ -148,19 +146,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="one run per size, no repeats")
     options = parser.parse_args()
-    host = PluginHost(Config({}, env={}))
-    builtins.add_to(host)
-    host.load_entry_points(env={})
     home = Path(tempfile.mkdtemp(prefix="harness-bench-loop-"))
+    runtime = runtime_at(home)
     try:
-        one_turn(host, home, SIZES[0])  # warm-up: first imports, schema builds, page cache
+        one_turn(runtime, SIZES[0])  # warm-up: first imports, schema builds, page cache
         runs: dict[int, list[Run]] = {k: [] for k in SIZES}
         rounds = 1 if options.quick else max(REPEATS.values())
         # Interleave the sizes round by round so a noisy minute hits all of them alike.
         for round_number in range(rounds):
             for k in SIZES:
                 if round_number < (1 if options.quick else REPEATS[k]):
-                    runs[k].append(one_turn(host, home, k))
+                    runs[k].append(one_turn(runtime, k))
         results = {k: median_run(runs[k]) for k in SIZES}
     finally:
         shutil.rmtree(home, ignore_errors=True)

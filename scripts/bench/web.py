@@ -2,6 +2,7 @@
 
     uv run python scripts/bench/web.py            # the issue's sizes
     uv run python scripts/bench/web.py --quick    # smaller, for a smoke run
+    uv run python scripts/bench/web.py --only 4,5 # some of the figures below
 
 1. Tail page with its snapshot: a 100,000-event session against a 100-event one, both already
    open in the host (it keeps projections of open sessions and reads the tail). Goal ≤ 1.5x.
@@ -12,12 +13,16 @@
    per-step time of the concurrent run within 2x of the single one.
 4. While one client opens a 100,000-event session (the host reads and folds it for the first
    time), another client lists the sessions every 10 ms: that client's p99 under 50 ms.
-5. 1,000 sessions opened one after another (a tail page each): the server's RSS after the
+5. While one client posts a turn to a 100,000-event session the host has not opened (it
+   reads and folds it, and its writer replays it), another client lists the sessions every
+   10 ms: that client's p99 under 50 ms, and the POST answered before the writer's replay
+   ends (the turn's first event is appended after the answer).
+6. 1,000 sessions opened one after another (a tail page each): the server's RSS after the
    1,000th within 2x of its RSS after the 50th (idle sessions are evicted past
    `web_sessions`).
-6. The page in Chromium (skipped without it): from navigation to the tail drawn, a
+7. The page in Chromium (skipped without it): from navigation to the tail drawn, a
    100,000-event session against a 100-event one, both open on the server. Goal <= 1.5x.
-7. The page in Chromium: the longest main-thread task (PerformanceObserver "longtask", which
+8. The page in Chromium: the longest main-thread task (PerformanceObserver "longtask", which
    reports tasks over 50 ms) while a 1,000-step turn streams in. Goal under 50 ms.
 
 A step is a `todo_write` call (log-only, no subprocess), so the host's own work dominates.
@@ -184,6 +189,47 @@ async def listing_while_opening(served: Served, big: int) -> float:
     return p99
 
 
+async def listing_while_posting(served: Served, big: int) -> float:
+    """p99 of GET /api/sessions, in seconds, while a turn is posted to the unopened big
+    session; prints when the POST was answered and when the turn's first event arrived."""
+    session = write_session(served.home, big)
+    headers = {"Authorization": f"Bearer {served.token}"}
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=120) as client:
+        started = time.perf_counter()
+        posting = asyncio.create_task(
+            client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
+        )
+        answered = None
+        while not posting.done() or len(latencies) < 20:
+            begun = time.perf_counter()
+            (await client.get("/api/sessions")).raise_for_status()
+            latencies.append(time.perf_counter() - begun)
+            if answered is None and posting.done():
+                answered = time.perf_counter() - started
+            await asyncio.sleep(0.01)
+        response = await posting
+        assert response.status_code == 202, response.text
+        answered = answered if answered is not None else time.perf_counter() - started
+        while True:  # the turn's first event: appended once the writer has replayed the log
+            page = (
+                await client.get(f"/api/sessions/{session}/history", params={"limit": 1})
+            ).json()
+            if page["events"][-1]["seq"] >= big:
+                break
+            await asyncio.sleep(0.01)
+        began = time.perf_counter() - started
+    p99 = sorted(latencies)[int(len(latencies) * 0.99)]
+    median = statistics.median(latencies)
+    print(
+        f"listing while a turn is posted to an unopened {big:,}-event session: "
+        f"{len(latencies)} requests, median {median * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms "
+        f"(goal < 50 ms); POST answered after {answered * 1000:.0f} ms, the turn began after "
+        f"{began * 1000:.0f} ms (goal: answered first)"
+    )
+    return p99
+
+
 def rss_of(process: Any) -> int:
     """Resident set size of a process in kB (Linux)."""
     status = Path(f"/proc/{process.pid}/status").read_text()
@@ -281,20 +327,48 @@ def page_long_tasks(served: Served, turn_steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    quick = parser.parse_args().quick
+    parser.add_argument("--only", help="the figures to measure, by number: 4,5")
+    options = parser.parse_args()
+    only = {int(n) for n in options.only.split(",")} if options.only else set(range(1, 9))
     big, fan_steps, subscribers, turn_steps = (
-        (10_000, 200, 10, 50) if quick else (100_000, 1000, 50, 200)
+        (10_000, 200, 10, 50) if options.quick else (100_000, 1000, 50, 200)
     )
     root = Path(tempfile.mkdtemp(prefix="harness-bench-web-"))
     env = {"HARNESS_MAX_STEPS": str(max(fan_steps, turn_steps) + 5)}
-    with serve(root / "tail", env=env) as served:
-        tail_page(served, big, 30)
     script = root / "fan.json"
     script.write_text(json.dumps({"steps": steps(fan_steps)}))
-    with serve(root / "fan", "--model", f"scripted:{script}", env=env) as served:
-        asyncio.run(fan_out(served, subscribers, fan_steps))
     per_turn = root / "turn.json"
     per_turn.write_text(json.dumps({"steps": steps(turn_steps)}))
+    if 1 in only:
+        with serve(root / "tail", env=env) as served:
+            tail_page(served, big, 30)
+    if 2 in only:
+        with serve(root / "fan", "--model", f"scripted:{script}", env=env) as served:
+            asyncio.run(fan_out(served, subscribers, fan_steps))
+    if 3 in only:
+        concurrency(root, per_turn, env, turn_steps)
+    if 4 in only:
+        with serve(root / "open") as served:
+            asyncio.run(listing_while_opening(served, big))
+    if 5 in only:
+        with serve(root / "post", "--model", f"scripted:{per_turn}", env=env) as served:
+            asyncio.run(listing_while_posting(served, big))
+    if 6 in only:
+        with serve(root / "many-sessions") as served:
+            rss_over_sessions(served, 300 if options.quick else 1000)
+    if only & {7, 8} and chromium() is None:
+        print("page: skipped (no chromium)")
+    elif only & {7, 8}:
+        if 7 in only:
+            with serve(root / "page") as served:
+                page_tail(served, big, 5)
+        if 8 in only:
+            with serve(root / "page-turn", "--model", f"scripted:{script}", env=env) as served:
+                page_long_tasks(served, fan_steps)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def concurrency(root: Path, per_turn: Path, env: dict[str, str], turn_steps: int) -> None:
     with serve(root / "one", "--model", f"scripted:{per_turn}", env=env) as served:
         single = asyncio.run(run_turns(served, 1)) / turn_steps
     with serve(root / "many", "--model", f"scripted:{per_turn}", env=env) as served:
@@ -303,18 +377,6 @@ def main() -> None:
         f"concurrency: 1 session {single * 1e6:.0f} us/step, 20 sessions {many * 1e6:.0f} "
         f"us/step -> {many / single:.2f}x (goal <= 2x)"
     )
-    with serve(root / "open") as served:
-        asyncio.run(listing_while_opening(served, big))
-    with serve(root / "many-sessions") as served:
-        rss_over_sessions(served, 300 if quick else 1000)
-    if chromium() is None:
-        print("page: skipped (no chromium)")
-    else:
-        with serve(root / "page") as served:
-            page_tail(served, big, 5)
-        with serve(root / "page-turn", "--model", f"scripted:{script}", env=env) as served:
-            page_long_tasks(served, fan_steps)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,33 +6,14 @@ never pydantic, pluggy, rich, the openai SDK or a plugin (tests/test_cli_startup
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Sequence
-from typing import Final
 
 __all__ = ["main"]
 
 
-# Commands that only read sessions: they hold no resource a finalizer must release.
-_READERS: Final = frozenset({"sessions", "show", "events"})
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `harness` command and return its exit status."""
-    from ._parser import command_word
-
-    try:
-        return _main(argv)
-    finally:
-        if argv is None and command_word(sys.argv[1:]) in _READERS:  # the program: it ends next
-            # What the command read (every event of a long session) leaves the collector's
-            # reach: its final collection at exit would walk every object only to free memory
-            # the system takes back anyway (0.3 s after `show --json` of 100k events).
-            gc.freeze()
-
-
-def _main(argv: Sequence[str] | None) -> int:
     from ._parser import CORE_COMMANDS, build_parser, command_word, declared_commands
 
     argv = list(sys.argv[1:] if argv is None else argv)

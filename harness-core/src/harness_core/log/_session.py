@@ -18,10 +18,8 @@ See docs/log.md, "Stores".
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -180,16 +178,12 @@ class SessionLog:
     # -- replay ----------------------------------------------------------------------------
 
     def _ingest(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
-        # Replay allocates one container per JSON object and keeps every one of them: the
-        # cyclic collector would rescan the growing heap again and again for nothing, which
-        # measured as most of the open time of a 100 MB session. Pause it for the bulk load.
-        with _gc_paused():
-            events, problems = parse_lines(lines, first_seq, self._lines + 1)
-            if self._events is not None:
-                self._events.extend(events)
-            for event in events:
-                self._fold(event)
-            self.projection.fold_all(events)  # opening yields a ready projection
+        events, problems = parse_lines(lines, first_seq, self._lines + 1)
+        if self._events is not None:
+            self._events.extend(events)
+        for event in events:
+            self._fold(event)
+        self.projection.fold_all(events)  # opening yields a ready projection
         self.committed_seq = self._last_seq  # what a store reads back is committed
         problems += _unknown_types({e.type for e in events}, self.registry)
         for problem in problems:
@@ -365,23 +359,6 @@ class SessionLog:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # Everything the load allocated sits in the youngest generation, so the collector's
-        # next young pass would scan it all (a third of a second on a 100 MB session, for
-        # nothing: replayed events hold no cycles). freeze+unfreeze moves every tracked object
-        # to the oldest generation at once, without scanning it.
-        gc.freeze()
-        gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 _ADAPTERS: dict[type[BaseModel], TypeAdapter[Any]] = {}

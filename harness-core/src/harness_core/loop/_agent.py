@@ -11,13 +11,15 @@
 
 A turn always ends with turn/end, and every tool call with a result: a cancelled call gets
 an "interrupted" one, and a turn a crashed process left open is closed by `repair` before
-the next turn starts. See docs/loop.md.
+the next turn starts. Every commit runs in a worker thread (`_commit`): an fsync or a
+database round trip never holds the event loop a host serves other sessions on. See
+docs/loop.md.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
 from ..log import (
     INTERRUPTED_TEXT,
@@ -115,6 +118,10 @@ class Agent:
         # One question at a time, even for calls that run side by side: an answer ("allow
         # for this session") can answer the next call's question before it is asked.
         self._deciding = anyio.Lock()
+        # Held while a commit runs in its thread: an append meanwhile (a result of a call
+        # that ran beside one a person just approved) waits, so a store's commit takes
+        # exactly what was appended when it began.
+        self._writing = anyio.Lock()
         self.turn: int | None = None
         self._turn_seq = 0  # the seq of the running turn's turn/start
         self._steps = 0
@@ -211,13 +218,13 @@ class Agent:
             return None
         return await self._drive(partial(self._reopen_turn, boundary))
 
-    async def _drive(self, begin: Callable[[], None]) -> TurnOutcome:
+    async def _drive(self, begin: Callable[[], Awaitable[None]]) -> TurnOutcome:
         self._ensure_idle()
         with self._observed(), anyio.CancelScope() as self._scope:
             if self._cancel_pending:  # cancel() came before this turn did
                 self._cancel_pending = False
                 self._scope.cancel()
-            begin()
+            await begin()
             try:
                 while self._steps < self.max_steps:
                     self._steps += 1
@@ -226,18 +233,19 @@ class Agent:
                     # the tools never yield (the scripted model does not).
                     await anyio.lowlevel.checkpoint()
                     response = await self._step()
-                    self._append_assistant(response)
+                    await self._append_assistant(response)
                     if not response.tool_calls:
-                        return self._close_turn("completed", text=response.text)
+                        return await self._close_turn("completed", text=response.text)
                     await self._run_calls(response.tool_calls)
-                return self._close_turn("max_steps", error=f"stopped after {self._steps} steps")
+                error = f"stopped after {self._steps} steps"
+                return await self._close_turn("max_steps", error=error)
             except ModelError as exc:
-                return self._close_turn("error", error=str(exc) or type(exc).__name__)
+                return await self._close_turn("error", error=str(exc) or type(exc).__name__)
             except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
-                self._close_turn("cancelled", error=CANCELLED_TEXT)
+                await self._close_turn("cancelled", error=CANCELLED_TEXT)
                 raise
             except BaseException as exc:
-                self._close_after_failure(exc)
+                await self._close_after_failure(exc)
                 raise
         # Reached only when `cancel()` cancelled this turn's own scope, which absorbed it.
         return TurnOutcome("cancelled", error=CANCELLED_TEXT, steps=self._steps)
@@ -251,7 +259,7 @@ class Agent:
         so does `cancel()`, which makes this return None.
         """
         self._ensure_idle()
-        self.repair()
+        await self.arepair()
         with self._observed(), anyio.CancelScope() as self._scope:
             self._compacting = True
             try:
@@ -262,15 +270,28 @@ class Agent:
             self.session.append("turn/start", TurnStart(), turn=turn)
             self.session.append("context/compact", payload, turn=turn)
             self.session.append("turn/end", TurnEnd(status="completed"), turn=turn)
-            self.session.commit()
+            await self._commit()
             return payload.last_seq - payload.first_seq + 1
         return None  # cancel() cancelled this scope, which absorbed the cancellation
 
     def repair(self) -> bool:
-        """Close a turn a crashed process left open: answer its calls, end it as `error`.
+        """Close a turn a crashed process left open: answer its calls, end it as `error`,
+        commit. Whether there was anything to close. `arepair` commits off the event loop."""
+        closed = self._close_crashed()
+        if closed:
+            self.session.commit()
+        return closed
 
-        `run_turn` calls this first; it returns whether there was anything to close.
-        """
+    async def arepair(self) -> bool:
+        """`repair`, its commit in a worker thread (`_commit`)."""
+        closed = self._close_crashed()
+        if closed:
+            await self._commit()
+        return closed
+
+    def _close_crashed(self) -> bool:
+        """Append the end of a turn a crashed process left open (`run_turn` does this first,
+        committing it with the new turn's start)."""
         if self.turn is not None:
             return False  # our own turn is running: it is open, not crashed
         boundary = self._open_boundary()
@@ -280,8 +301,20 @@ class Agent:
         with self._observed():
             self.turn, self._turn_seq = boundary.turn, boundary.seq
             self._steps = 0
-            self._close_turn("error", error=CRASHED_TURN)
+            try:
+                self._end_turn("error", CRASHED_TURN)
+            finally:
+                self.turn = None
         return True
+
+    async def _commit(self) -> None:
+        """Make what was appended durable, in a worker thread: an fsync or a database round
+        trip must not hold the event loop, where a host serves other sessions meanwhile.
+        Shielded: a cancel waits for the commit under way, so the turn closes on a log in a
+        known state; appends wait meanwhile (`_writing`)."""
+        with anyio.CancelScope(shield=True):
+            async with self._writing:
+                await anyio.to_thread.run_sync(self.session.commit)
 
     # -- turn structure --------------------------------------------------------------------
 
@@ -318,7 +351,7 @@ class Agent:
             return None
         return boundary
 
-    def _reopen_turn(self, boundary: Event) -> None:
+    async def _reopen_turn(self, boundary: Event) -> None:
         self.turn, self._turn_seq = boundary.turn, boundary.seq
         self._auto_compact = True
         self._steps = sum(
@@ -337,39 +370,40 @@ class Agent:
         if callable(skip):
             skip(self._steps)
         self._answer_open_calls({})
-        self.session.commit()
+        await self._commit()
 
-    def _open_turn(self, prompt: str) -> None:
-        self.repair()
+    async def _open_turn(self, prompt: str) -> None:
+        self._close_crashed()  # committed with the new turn's start, below
         turn = self.session.next_turn
         start = self.session.append("turn/start", TurnStart(), turn=turn)
         self.turn, self._turn_seq = turn, start.seq
         self._steps, self._auto_compact = 0, True
         self.append("message/user", UserMessage(text=prompt))
-        self.session.commit()
+        await self._commit()
 
-    def _close_turn(
+    async def _close_turn(
         self, status: TurnStatus, *, text: str | None = None, error: str | None = None
     ) -> TurnOutcome:
         try:
-            self._answer_open_calls({})
-            end = self.session.append(
-                "turn/end", TurnEnd(status=status, error=error), turn=self.turn
-            )
-            self.session.commit()
+            end = self._end_turn(status, error)
+            await self._commit()
         finally:
             self.turn = None
         # The error as the log keeps it (a key a provider echoed is redacted there), so no
         # host can show more than the log holds.
         return TurnOutcome(status, text, end.data.get("error"), self._steps)
 
-    def _close_after_failure(self, exc: BaseException) -> None:
+    def _end_turn(self, status: TurnStatus, error: str | None) -> Event:
+        self._answer_open_calls({})
+        return self.session.append("turn/end", TurnEnd(status=status, error=error), turn=self.turn)
+
+    async def _close_after_failure(self, exc: BaseException) -> None:
         """A log write failure or a bug: record it if the log still takes writes."""
         turn = self.turn  # _close_turn forgets it even when it fails
         if turn is None:
             return
         try:
-            self._close_turn("error", error=f"{type(exc).__name__}: {exc}")
+            await self._close_turn("error", error=f"{type(exc).__name__}: {exc}")
         except Exception:
             # The original exception is what the caller must see and report; this only
             # explains why the turn stays open (the next run_turn repairs it).
@@ -419,10 +453,10 @@ class Agent:
             logger.warning("%s: compaction failed (%s): %s", self.session_id, why, exc)
             return False
         self.append("context/compact", payload)
-        self.session.commit()
+        await self._commit()
         return True
 
-    def _append_assistant(self, response: ModelResponse) -> None:
+    async def _append_assistant(self, response: ModelResponse) -> None:
         ids = [call.id for call in response.tool_calls]
         if len(set(ids)) != len(ids):
             # Results are matched to calls by id: a repeated id cannot be answered correctly.
@@ -442,7 +476,7 @@ class Agent:
         # only log-only tools such as todo_write) is committed with what follows it, at the
         # next step boundary: a crash loses the call and its effect together.
         if any(self._reaches_outside(call.name) for call in response.tool_calls):
-            self.session.commit()
+            await self._commit()
 
     def _assistant_message(self, response: ModelResponse) -> AssistantMessage:
         return AssistantMessage(
@@ -488,7 +522,7 @@ class Agent:
         try:
             for batch in self._batches(calls):
                 await self._run_batch(batch, finished)
-                self.session.commit()
+                await self._commit()
         finally:
             # Cancelled mid-batch: calls that finished keep their result, the rest are
             # answered "interrupted", so the message history stays well formed.
@@ -527,7 +561,8 @@ class Agent:
                 group.start_soon(run, call)
             for call in batch:
                 await ready[call.id].wait()
-                self._append_result(call.id, call.name, finished.pop(call.id))
+                async with self._writing:  # not while another call's approval commits
+                    self._append_result(call.id, call.name, finished.pop(call.id))
 
     async def _execute(self, call: ResponseToolCall) -> ToolResult:
         """Parse the call, decide whether it may run (approval), then run it."""
@@ -568,7 +603,7 @@ class Agent:
                 ),
             )
             if decision.by == "user":
-                self.session.commit()  # a person's answer, and a session grant, must not be lost
+                await self._commit()  # a person's answer, and a session grant, must not be lost
         if decision.decision == "deny":
             return ToolResult(denied_text(tool.name, decision.reason or "no reason"), True)
         return None

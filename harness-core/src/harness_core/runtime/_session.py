@@ -3,7 +3,7 @@
     session = runtime.open(id_or_None, model, approval=..., hold=...)
     session.observe(on_event, on_delta)      the stream of changes a host renders
     outcome = await session.run(prompt)      turns run one at a time, in submission order
-    session.submit(prompt)                   the same, without waiting (a web request)
+    await session.submit(prompt)             the same, without waiting for the turn (a web request)
     session.cancel()                         the running turn ends `cancelled`
     await session.go_on()                    a crashed turn goes on (opened with go_on=True)
     await session.aclose()                   models closed, writer let go
@@ -11,6 +11,10 @@
 Every host (the terminal, the web host, the ACP bridge) runs turns through this and nothing
 else: none of them builds an `Agent`. A turn a crashed process left open is closed as soon as
 the writer is taken, before anything else runs on it.
+
+Taking the writer (a replay of the whole session) and letting it go (a last commit) run in
+worker threads, one at a time (`_writer`), like the agent's commits: the event loop a host
+serves other sessions on never waits for the store.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.to_thread
 
 from ..log import EventSink, SessionLog
 
@@ -75,14 +80,18 @@ class SessionRuntime:
         self._closers: list[Callable[[], object]] = []
         self._waiting: list[_Queued] = []  # prompts submitted and not started, in order
         self._turns = anyio.Lock()  # fair: turns start in the order they were submitted
+        self._writer = anyio.Lock()  # taking and letting go of the writer, one at a time
         self._tasks: set[Any] = set()
         self.log: SessionLog | None = None
         self.agent: Agent | None = None
         self.running = False
         if log is not None or hold:
-            self._take(self._models.get(None), log)
+            # A host that holds the session opens it before its loop serves anyone else.
+            agent = self._build(self._models.get(None), log or runtime.store.open(session_id))
+            if self._repair:
+                agent.repair()
             if not hold:
-                self._let_go()
+                self._close_now()
 
     # -- what hosts see --------------------------------------------------------------------
 
@@ -132,23 +141,26 @@ class SessionRuntime:
         model = await self.model_for(spec)
         return await self._in_turn(self._enqueue(prompt, spec), model)
 
-    def submit(self, prompt: str, spec: str | None = None) -> dict[str, int]:
+    async def submit(self, prompt: str, spec: str | None = None) -> dict[str, int]:
         """Start `prompt` as a turn, or queue it: `{"turn": n}` or `{"queued": position}`.
 
-        The writer is taken here when the session was idle, so a session another process
-        writes is refused at once (SessionLocked), before anything is queued; the model for
-        `spec` must be ready (`await model_for(spec)`), so only the turn itself can fail.
+        The writer is taken here when the session was idle (off the event loop), so a
+        session another process writes is refused (SessionLocked) before anything is
+        queued; the model for `spec` must be ready (`await model_for(spec)`), so only the
+        turn itself can fail.
         """
         model = self._models[spec or self.default_spec]
         busy = self.busy
-        if not busy and self.log is None:
-            self._take(model)
-        if busy:
-            answer = {"queued": len(self.queued) + 1}
+        queued = self._enqueue(prompt, spec)  # busy from here: a submit meanwhile queues
+        if not busy:
+            try:
+                agent = await self._agent(model)
+            except BaseException:
+                self._waiting.remove(queued)
+                raise
+            answer = {"turn": agent.session.next_turn}
         else:
-            assert self.log is not None  # taken above, or held since the last turn
-            answer = {"turn": self.log.next_turn}
-        queued = self._enqueue(prompt, spec)
+            answer = {"queued": len(self.queued)}
         queued.submitted = True
         task = _spawn(self._in_turn(queued, model))
         self._tasks.add(task)
@@ -173,7 +185,7 @@ class SessionRuntime:
             if queued in self._waiting:  # cancelled while it waited
                 self._waiting.remove(queued)
             if not self._hold and not self.busy:
-                self._let_go()
+                await self._let_go()
 
     async def go_on(self, spec: str | None = None) -> TurnOutcome | None:
         """Go on with the turn a crashed process left open, from where its log stops
@@ -184,14 +196,14 @@ class SessionRuntime:
         """
         model = await self.model_for(spec)
         async with self._turns:
-            agent = self._ready(spec, model)
+            agent = await self._ready(spec, model)
             self.running = True
             try:
                 return await agent.resume_turn()
             finally:
                 self.running = False
                 if not self._hold:
-                    self._let_go()
+                    await self._let_go()
 
     def unqueue(self, position: int, prompt: str) -> bool:
         """Drop the prompt `queued` lists at `position` (1-based), if it is still `prompt`
@@ -224,12 +236,12 @@ class SessionRuntime:
         """Compact the history by hand: the number of events summarized, None when cancelled."""
         model = await self.model_for(None)
         async with self._turns:
-            agent = self._take(model) if self.agent is None else self.agent
+            agent = await self._agent(model)
             try:
                 return await agent.compact()
             finally:
                 if not self._hold:
-                    self._let_go()
+                    await self._let_go()
 
     async def model_for(self, spec: str | None) -> Model:
         """The session's player for `spec` (None: `default_spec`), built off the event loop on
@@ -256,7 +268,7 @@ class SessionRuntime:
                 await model.aclose()
             except Exception:
                 logger.debug("closing model %s failed", model.name, exc_info=True)
-        self._let_go()
+        await self._let_go()
         for closer in self._closers:
             with contextlib.suppress(Exception):
                 closer()
@@ -264,16 +276,16 @@ class SessionRuntime:
     # -- the writer ------------------------------------------------------------------------
 
     async def _turn(self, prompt: str, spec: str | None, model: Model) -> TurnOutcome:
-        agent = self._ready(spec, model)
+        agent = await self._ready(spec, model)
         self.running = True
         try:
             return await agent.run_turn(prompt)
         finally:
             self.running = False
 
-    def _ready(self, spec: str | None, model: Model) -> Agent:
+    async def _ready(self, spec: str | None, model: Model) -> Agent:
         """The agent on the writer, playing `model` under the approval for `spec`."""
-        agent = self.agent if self.agent is not None else self._take(model)
+        agent = await self._agent(model)
         agent.model = model
         agent.compaction = self.runtime.compaction(model)
         if self._approval is not None:
@@ -281,14 +293,24 @@ class SessionRuntime:
             agent.approval = self._approval(chosen) if callable(self._approval) else self._approval
         return agent
 
-    def _take(self, model: Model | None, log: SessionLog | None = None) -> Agent:
-        """Take the writer (SessionLocked when another process holds it) and build the agent
-        on it, playing `model` until a turn names its own; a turn a crashed process left open
-        is closed first."""
+    async def _agent(self, model: Model) -> Agent:
+        """The agent on the writer, the writer taken first when it is not held: opened (a
+        replay) in a worker thread, SessionLocked when another process holds it, and a turn
+        a crashed process left open closed before anything else runs on it."""
+        async with self._writer:
+            if self.agent is not None:
+                return self.agent
+            log = await anyio.to_thread.run_sync(self.runtime.store.open, self.id)
+            agent = self._build(model, log)
+        if self._repair:
+            await agent.arepair()
+        return agent
+
+    def _build(self, model: Model | None, log: SessionLog) -> Agent:
+        """The agent on the writer `log`, playing `model` until a turn names its own."""
         from ..loop import Agent
 
-        if self.log is None:
-            self.log = log if log is not None else self.runtime.store.open(self.id)
+        self.log = log
         runtime = self.runtime
         model = model if model is not None else _NoModelYet()
         self.agent = Agent(
@@ -302,11 +324,18 @@ class SessionRuntime:
             compaction=runtime.compaction(model),
             approval=None if callable(self._approval) else self._approval,
         )
-        if self._repair:
-            self.agent.repair()
         return self.agent
 
-    def _let_go(self) -> None:
+    async def _let_go(self) -> None:
+        """Commit what is left and release the writer, in a worker thread; a take waits."""
+        with anyio.CancelScope(shield=True):  # also from a cancelled turn's task
+            async with self._writer:
+                log, self.log, self.agent = self.log, None, None
+                if log is not None:
+                    await anyio.to_thread.run_sync(log.close)
+
+    def _close_now(self) -> None:
+        """`_let_go` before any event loop serves (a session opened and let go at once)."""
         if self.log is not None:
             self.log.close()
         self.log, self.agent = None, None

@@ -25,10 +25,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import gc
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
@@ -194,13 +193,12 @@ class Hub:
 
     def _fold(self, session_id: str) -> tuple[SessionLog, SessionSnapshot]:
         """The session's reader and its snapshot, folded (in a worker thread)."""
-        with _collector_paused():
-            reader = self.runtime.reader(session_id)
-            snapshot = SessionSnapshot(self.runtime.host.hooks.snapshot_fields())
-            for n, event in enumerate(reader.events):
-                snapshot.apply(event)
-                if n % _YIELD_EVERY == 0:
-                    time.sleep(0)  # the event loop's thread gets the interpreter now and then
+        reader = self.runtime.reader(session_id)
+        snapshot = SessionSnapshot(self.runtime.host.hooks.snapshot_fields())
+        for n, event in enumerate(reader.events):
+            snapshot.apply(event)
+            if n % _YIELD_EVERY == 0:
+                time.sleep(0)  # the event loop's thread gets the interpreter now and then
         return reader, snapshot
 
     async def sessions(self) -> list[SessionSummary]:
@@ -285,8 +283,6 @@ class Hub:
             closing = asyncio.get_running_loop().create_task(live.session.aclose())
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
-        if evicted:
-            gc.unfreeze()  # what the folds froze: the let-go sessions' objects are garbage now
 
     async def aclose(self) -> None:
         """The server stops: every session's turns end and its models close."""
@@ -428,7 +424,8 @@ class Hub:
             answer = await asyncio.to_thread(queue.submit, session_id, prompt, spec)
             live.queue_state = await asyncio.to_thread(queue.state, session_id)
         else:
-            answer = live.session.submit(prompt, spec)  # SessionLocked: another process writes
+            # SessionLocked: another process writes it
+            answer = await live.session.submit(prompt, spec)
         self._follow(session_id, live)
         self.ship_snapshot(live)
         return answer
@@ -444,7 +441,6 @@ class Hub:
             if live.follower is not None:
                 live.follower.cancel()
             await live.session.aclose()
-            gc.unfreeze()  # see _evict
         await asyncio.to_thread(self.runtime.store.delete, session_id)
 
     async def rename(self, session_id: str, title: str) -> dict[str, str]:
@@ -511,18 +507,3 @@ class Hub:
 
 def _seq(event: Event) -> int:
     return event.seq
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic collection while a session is read and folded, and what that made is frozen
-    after: a full pass of the collector over a large session's objects, run two or three
-    times while they were made, held the event loop for 50-60 ms each time (every other
-    client waited), and later passes would scan the open session's events again. Letting
-    sessions go (`_evict`, `delete`) unfreezes, so the collector reclaims what they held."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()

@@ -13,6 +13,16 @@ asyncio then logged a traceback for every accept it could not make. So:
   traceback) per connection.
 
 Request bodies are capped by the app (`MAX_BODY`, 413).
+
+Our one subclass of a library's internal class (`H11Protocol`), argued: uvicorn has no
+deadline for a request's arrival (`timeout_keep_alive` runs only between requests and restarts
+with every byte received) and no cap on open connections (`limit_concurrency` answers 503 to
+requests beyond it, but keeps every idle connection open); its issue #157 (encode/uvicorn,
+"Further timeouts and resource limiting": `--timeout-request-start`) is the one that would
+retire this. Hypercorn has a per-read timeout and no connection cap; granian has a header read
+timeout (`http1_header_read_timeout`) but no connection cap either, and would replace the
+server under the app. So uvicorn stays, its range pinned in pyproject.toml to the versions
+tests/test_web_limits.py ran against.
 """
 
 from __future__ import annotations
