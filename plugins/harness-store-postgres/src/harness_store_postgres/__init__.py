@@ -4,8 +4,7 @@ A namespace plugin: `name`, `inject` and hook implementations. `harness_session_
 for its two schemes with a `PostgresStore` (`_store.py`), which connects on first use, so a
 command that never reads a session never reaches the database. `harness store init` creates
 or migrates the schema; `harness store copy SRC DST` moves sessions between any two stores
-(`_command.py`). The module stays light: psycopg loads when a session is opened or written,
-never for the one-shot queries (`sessions`, `todos ID`), which go through libpq (`_libpq.py`).
+(`_command.py`). The module stays light: psycopg loads when the store first connects.
 
 `connect` and `failure` serve a plugin that keeps tables of its own beside the store's
 (harness-worker): a connection, and a database error as the store's own one line.

@@ -1,13 +1,11 @@
 """The Postgres store: sessions as rows of one database (a `harness_core.log.Store`).
 
 It connects on first use, not when the plugin answers for the URL: `harness --version` and
-`harness store init` never need a working schema. Each new connection first checks the schema
-and fails in one line naming `harness store init` on a database that has none. The one-shot
-queries (`list`, `latest`) run on one libpq connection of their own (`_libpq.py`), so
-`harness sessions` and `harness todos ID` never import psycopg; the reads of whole sessions
-share one psycopg connection (psycopg serialises them; every query reads its rows whole, a
-block at a time); each writer has a connection of its own, which holds its session's lock
-(`_log.py`).
+`harness store init` never need a working schema, and psycopg is imported only then. Each new
+connection first checks the schema and fails in one line naming `harness store init` on a
+database that has none. The queries and the reads of whole sessions share one connection
+(psycopg serialises them; every query reads its rows whole, a block at a time); each writer
+has a connection of its own, which holds its session's lock (`_log.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness_core.log import Event, SessionNotFound, SessionSummary, redact_url
 
-from ._connect import connect, connect_lite, translated
+from ._connect import connect, translated
 
 # The writer's side (`_log`: the envelope codec, SessionLog, socket) loads when a session is
 # opened, not for a listing: each method that needs it imports it.
@@ -29,9 +27,7 @@ if TYPE_CHECKING:
     import psycopg
     from harness_core.log import EventSink, EventTypeRegistry, Notify
 
-    from ._libpq import LiteConnection
     from ._log import PostgresLog
-    from ._schema import Rows
 
 __all__ = ["PostgresStore"]
 
@@ -43,13 +39,9 @@ CROSS JOIN LATERAL (
 ) AS e
 ORDER BY e.seq DESC LIMIT 1
 """
-# The listing as one JSON text: a thousand rows would be seven thousand values to fetch one
-# by one through ctypes (`_libpq`), and one string is parsed in C. Text, not json, so psycopg
-# hands back the same string libpq does.
 _LIST = (
-    "SELECT coalesce(json_agg(json_build_array(id, created, updated, events, "
-    "coalesce(name, title), parent_session, cwd) ORDER BY updated DESC, id DESC), '[]')::text "
-    "FROM harness_sessions"
+    "SELECT id, created, updated, events, coalesce(name, title), parent_session, cwd "
+    "FROM harness_sessions ORDER BY updated DESC, id DESC"
 )
 
 
@@ -59,13 +51,11 @@ class PostgresStore:
     def __init__(
         self, url: str, registry: EventTypeRegistry, *, on_append: EventSink | None = None
     ) -> None:
-        self.raw_url = url  # holds the password: never shown, only handed to libpq
+        self.raw_url = url  # holds the password: never shown, only handed to psycopg
         self.registry = registry
         self.on_append = on_append
         self.channel = ""  # the NOTIFY channel of this schema, set on first connect
         self._shared: psycopg.Connection[Any] | None = None
-        self._lite: LiteConnection | None = None
-        self._lite_missing = False  # libpq did not load: psycopg serves the queries too
         self._connecting = threading.Lock()
 
     @property
@@ -84,32 +74,20 @@ class PostgresStore:
         with self._connecting:
             conn = self._shared
             if conn is None or conn.closed or conn.broken:
+                if conn is not None:
+                    conn.close()  # the server dropped it: its socket goes now
                 conn = connect(self.raw_url)
-                self._checked(conn, rows_of(conn))
+                self._checked(conn)
                 self._shared = conn
             return conn
 
-    def _lite_connection(self) -> LiteConnection | None:
-        """The one-shot queries' libpq connection, checked like `shared`; None without libpq."""
-        with self._connecting:
-            conn = self._lite
-            if (conn is None or conn.broken) and not self._lite_missing:
-                if conn is not None:
-                    conn.close()  # the server dropped it: its socket and memory go now
-                conn = connect_lite(self.raw_url)
-                self._lite_missing = conn is None
-                if conn is not None:
-                    self._checked(conn, conn.rows)
-                self._lite = conn
-            return conn
-
-    def _checked(self, conn: psycopg.Connection[Any] | LiteConnection, rows: Rows) -> None:
+    def _checked(self, conn: psycopg.Connection[Any]) -> None:
         """Check the schema on a new connection (closing it on failure), set the channel."""
         from ._schema import check
 
         try:
             with translated(self.raw_url, "cannot read the schema"):
-                schema = check(rows, self.url)
+                schema = check(conn, self.url)
         except BaseException:
             conn.close()
             raise
@@ -120,18 +98,14 @@ class PostgresStore:
         weakref.finalize(self, conn.close)
 
     def query(self, sql: str, params: Sequence[object]) -> builtins.list[tuple[Any, ...]]:
-        """The rows of a one-shot query: on libpq when it loads, else on psycopg's `shared`."""
-        lite = self._lite_connection()
-        if lite is None:
-            return rows_of(self.shared())(sql, params)
-        return lite.rows(sql, params)
+        """The rows of one query on the shared connection."""
+        return self.shared().execute(sql, params).fetchall()
 
     def close(self) -> None:
         with self._connecting:
-            for conn in (self._shared, self._lite):
-                if conn is not None:
-                    conn.close()
-            self._shared = self._lite = None
+            if self._shared is not None:
+                self._shared.close()
+            self._shared = None
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -260,17 +234,19 @@ class PostgresStore:
 
         from ._log import LOCK
 
-        self._holder(session_id, rows_of(conn))
+        self._holder(session_id, conn)
         locked = conn.execute(LOCK, (session_id,)).fetchone()
         if not (locked and locked[0]):
             # The holder's row may be a moment behind its lock: read it again now.
-            host, pid = self._holder(session_id, rows_of(conn))
+            host, pid = self._holder(session_id, conn)
             raise SessionLocked(session_id, pid, host)
 
-    def _holder(self, session_id: str, rows: Rows) -> tuple[str | None, int | None]:
-        found = rows(
+    def _holder(
+        self, session_id: str, conn: psycopg.Connection[Any]
+    ) -> tuple[str | None, int | None]:
+        found = conn.execute(
             "SELECT writer_host, writer_pid FROM harness_sessions WHERE id = %s", (session_id,)
-        )
+        ).fetchall()
         if not found:
             raise SessionNotFound(f"no session {session_id!r} in {self.url}")
         host, pid = found[0]
@@ -279,10 +255,8 @@ class PostgresStore:
     # -- queries ---------------------------------------------------------------------------
 
     def list(self) -> list[SessionSummary]:
-        import json  # the listing's few values: the stdlib parser, no orjson import
-
         with translated(self.raw_url, "cannot list the sessions"):
-            rows = json.loads(self.query(_LIST, ())[0][0])
+            rows = self.query(_LIST, ())
         return [
             SessionSummary(
                 id=id,
@@ -302,7 +276,7 @@ class PostgresStore:
         with translated(self.raw_url, f"cannot read session {session_id}"):
             rows = self.query(_LATEST, (sorted(types), session_id))
             if not rows:
-                self._holder(session_id, self.query)  # SessionNotFound for an unknown id
+                self._holder(session_id, self.shared())  # SessionNotFound for an unknown id
                 return None
         return event_of(bytes(rows[0][0]))
 
@@ -313,7 +287,7 @@ class PostgresStore:
         """The envelope lines as they were written: the bytes a file would hold."""
         conn = self.shared()
         with translated(self.raw_url, f"cannot read session {session_id}"):
-            self._holder(session_id, rows_of(conn))
+            self._holder(session_id, conn)
         return self._lines(session_id, conn)
 
     def _lines(self, session_id: str, conn: psycopg.Connection[Any]) -> Iterator[bytes]:
@@ -323,7 +297,7 @@ class PostgresStore:
             yield from block
         if not found:
             with translated(self.raw_url, f"cannot read session {session_id}"):
-                self._holder(session_id, rows_of(conn))  # SessionNotFound, or no rows yet
+                self._holder(session_id, conn)  # SessionNotFound, or no rows yet
 
     def blocks(
         self, session_id: str, conn: psycopg.Connection[Any] | None, *, after: int = -1
@@ -353,11 +327,6 @@ class PostgresStore:
 
         self.shared()  # the schema check and the channel
         return listen(self, notify)
-
-
-def rows_of(conn: psycopg.Connection[Any]) -> Rows:
-    """A psycopg connection's queries as `Rows`, the shape the libpq connection has."""
-    return lambda sql, params: conn.execute(sql, params).fetchall()
 
 
 def event_of(line: bytes) -> Event:
