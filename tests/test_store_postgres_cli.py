@@ -168,3 +168,40 @@ def test_two_servers_on_one_store_show_each_others_turns_live(
     types = [e["data"]["type"] for e in received if e["event"] == "message"]
     assert "turn/start" in types and "todo/write" in types
     assert all(password(url) not in line for line in (first.stderr, second.stderr))
+
+
+@pytest.fixture(params=["file", "postgres"])
+def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The environment of a host on the file store (none), or on a fresh Postgres one."""
+    if request.param == "file":
+        yield {}
+        return
+    with fresh_schema(server_url()) as fresh:
+        yield {"HARNESS_STORE": initialised(fresh)}
+
+
+def test_a_nul_in_a_session_id_is_not_found_on_every_store(
+    store_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`/api/sessions/ID%00x/...` is 404 on every store, never a 500 (a database refuses a
+    NUL in text) and never the session whose id the NUL cuts it to."""
+    from web_support import serve
+
+    with serve(tmp_path / "home", env=store_env) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        bad = f"/api/sessions/{session}%00x"
+        requests = [
+            ("GET", f"{bad}/history", None),
+            ("GET", f"{bad}/events", None),
+            ("POST", f"{bad}/turns", {"prompt": "hello"}),
+            ("PATCH", bad, {"title": "renamed"}),
+            ("DELETE", bad, None),
+            ("POST", f"{bad}/cancel", None),
+            ("DELETE", f"{bad}/queue", {"position": 0, "prompt": "hello"}),
+            ("POST", f"{bad}/approvals", {"call_id": "c1", "answer": "once"}),
+        ]
+        for method, path, body in requests:
+            answer = client.request(method, path, json=body)
+            assert answer.status_code == 404, (method, path, answer.text)
+        assert client.get(f"/api/sessions/{session}/history").status_code == 200
+        assert [s["id"] for s in client.get("/api/sessions").json()["sessions"]] == [session]

@@ -45,12 +45,14 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         derive_messages,
     )
     from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
-    from ._store import SessionNotFound, SessionStore, default_home
+    from ._store import SessionStore, default_home
     from ._stores import (
         TITLE_MAX,
         Notify,
+        SessionNotFound,
         Store,
         StoreError,
+        check_session_id,
         check_title,
         file_store_directory,
         redact_url,
@@ -95,11 +97,12 @@ _EXPORTS: Final = {
     "ReadOnlyLog": "_session",
     "SessionLocked": "_lock",
     "SessionLog": "_session",
-    "SessionNotFound": "_store",
+    "SessionNotFound": "_stores",
     "SessionStart": "_events",
     "SessionStore": "_store",
     "Notify": "_stores",
     "TITLE_MAX": "_stores",
+    "check_session_id": "_stores",
     "check_title": "_stores",
     "Store": "_stores",
     "StoreError": "_stores",
@@ -167,6 +170,7 @@ __all__ = [
     "TurnStatus",
     "Usage",
     "UserMessage",
+    "check_session_id",
     "check_title",
     "default_home",
     "derive_messages",

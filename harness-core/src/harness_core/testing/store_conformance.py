@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -134,6 +135,17 @@ class StoreConformance:
     def test_an_unknown_id_is_not_found(self, store: Store) -> None:
         with pytest.raises(SessionNotFound):
             store.open("20200101-000000-abcdef", writable=False)
+
+    def test_an_id_with_a_nul_or_a_slash_is_not_found(self, store: Store) -> None:
+        """An id from a URL is checked before it reaches a query or a path: a NUL in it never
+        fails the store, nor finds the session whose id it cuts it to."""
+        with store.create() as log:
+            session_id = log.session_id
+        for bad in (f"{session_id}\x00x", f"{session_id}/../{session_id}", "", "\x00"):
+            for call in _by_id(store, bad):
+                with pytest.raises(SessionNotFound):
+                    call()
+        assert [s.id for s in store.list()] == [session_id]
 
     def test_a_plugins_event_type_is_kept_as_written(self, store: Store) -> None:
         """A plugin's event (not surface) is stored and read back as written, and its lines
@@ -257,6 +269,18 @@ class StoreConformance:
             assert Agent(log, ScriptedModel([]), ToolRegistry()).repair()
         types = [e.type for e in store.read(session_id)]
         assert types[-2:] == ["tool/result", "turn/end"]
+
+
+def _by_id(store: Store, session_id: str) -> list[Callable[[], object]]:
+    """Every store operation on one session id."""
+    return [
+        lambda: store.open(session_id),
+        lambda: store.open(session_id, writable=False),
+        lambda: store.latest(session_id, {"turn/start"}),
+        lambda: list(store.lines(session_id)),
+        lambda: store.delete(session_id),
+        lambda: store.rename(session_id, "title"),
+    ]
 
 
 def _same(found: Event | None, expected: Event | None) -> bool:

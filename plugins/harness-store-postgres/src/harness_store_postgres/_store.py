@@ -17,7 +17,13 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from harness_core.log import Event, SessionNotFound, SessionSummary, redact_url
+from harness_core.log import (
+    Event,
+    SessionNotFound,
+    SessionSummary,
+    check_session_id,
+    redact_url,
+)
 
 from ._connect import connect, translated
 
@@ -147,6 +153,7 @@ class PostgresStore:
         commit inserts them with the session's row, made from its session/start."""
         from ._log import PostgresLog
 
+        check_session_id(session_id)  # an id from another store
         start = event_of(lines[0])
         writer = self._new_writer(session_id)
         created = str(start.data.get("created") or start.ts)
@@ -176,6 +183,7 @@ class PostgresStore:
     def open(self, session_id: str, *, writable: bool = True) -> PostgresLog:
         from ._log import PostgresLog
 
+        check_session_id(session_id)
         if not writable:
             log = PostgresLog(self, session_id, None)
             log._ingest(self._lines(session_id, self.shared()), 0)
@@ -209,6 +217,7 @@ class PostgresStore:
     def delete(self, session_id: str) -> None:
         """Remove the session's rows (its events go with it: ON DELETE CASCADE) under its
         writer lock, on a connection of its own, so no writer is cut off mid-turn."""
+        check_session_id(session_id)
         with self.connect() as conn, translated(self.raw_url, f"cannot delete {session_id}"):
             self._lock(session_id, conn)
             with conn.transaction():
@@ -220,6 +229,7 @@ class PostgresStore:
         from harness_core.log import check_title
 
         title = check_title(title)
+        check_session_id(session_id)
         with translated(self.raw_url, f"cannot rename {session_id}"):
             renamed = self.shared().execute(
                 "UPDATE harness_sessions SET name = %s WHERE id = %s", (title, session_id)
@@ -273,6 +283,7 @@ class PostgresStore:
 
     def latest(self, session_id: str, types: Collection[str]) -> Event | None:
         """One index lookup a type ((session_id, type, seq)), never a scan of the session."""
+        check_session_id(session_id)
         with translated(self.raw_url, f"cannot read session {session_id}"):
             rows = self.query(_LATEST, (sorted(types), session_id))
             if not rows:
@@ -285,6 +296,7 @@ class PostgresStore:
 
     def lines(self, session_id: str) -> Iterator[bytes]:
         """The envelope lines as they were written: the bytes a file would hold."""
+        check_session_id(session_id)
         conn = self.shared()
         with translated(self.raw_url, f"cannot read session {session_id}"):
             self._holder(session_id, conn)
