@@ -138,7 +138,6 @@ class PostgresStore:
         writer = self._new_writer(session_id)
         try:
             log = PostgresLog(self, session_id, writer, start=(created, parent_session, cwd))
-            log._check_appends([])
             if self.on_append is not None:
                 log.listeners.append(partial(self.on_append, log))
             log.append("session/start", start)
@@ -186,7 +185,7 @@ class PostgresStore:
         check_session_id(session_id)
         if not writable:
             log = PostgresLog(self, session_id, None)
-            log._ingest(self._lines(session_id, self.shared()), 0)
+            log.replay(self._lines(session_id, self.shared()))
             return log
         self.shared()
         writer = self.connect()
@@ -210,8 +209,7 @@ class PostgresStore:
                 (*me(), session_id),
             )
             log = PostgresLog(self, session_id, writer)
-            replayed = log._ingest(self._lines(session_id, writer), 0)
-        log._check_appends(replayed)
+            log.replay(self._lines(session_id, writer))
         return log
 
     def delete(self, session_id: str) -> None:
