@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
+    from ._copy import CopyStep, Divergent, apply_copy, plan_copy
     from ._envelope import EnvelopeError, Event
     from ._events import (
         ApprovalBy,
@@ -81,6 +82,10 @@ _EXPORTS: Final = {
     "CarryProvider": "_types",
     "CompactionRange": "_projection",
     "ContextCompact": "_events",
+    "CopyStep": "_copy",
+    "Divergent": "_copy",
+    "apply_copy": "_copy",
+    "plan_copy": "_copy",
     "EnvelopeError": "_envelope",
     "Event": "_envelope",
     "EventSink": "_session",
@@ -139,6 +144,8 @@ __all__ = [
     "CarryProvider",
     "CompactionRange",
     "ContextCompact",
+    "CopyStep",
+    "Divergent",
     "EnvelopeError",
     "Event",
     "EventSink",
@@ -170,6 +177,7 @@ __all__ = [
     "TurnStatus",
     "Usage",
     "UserMessage",
+    "apply_copy",
     "check_session_id",
     "check_title",
     "default_home",
@@ -179,6 +187,7 @@ __all__ = [
     "find_latest",
     "history_of",
     "last_event",
+    "plan_copy",
     "read_lines",
     "redact_url",
     "scheme_of",

@@ -56,6 +56,10 @@ class SessionStore:
         self.on_append = on_append
         self.directory = home / "sessions"
 
+    def initialise(self) -> None:
+        """Nothing to set up: the directory is made with the first session."""
+        return None
+
     def create(
         self,
         *,

@@ -73,6 +73,12 @@ class Store(Protocol):
         """How to name this store again (`--store`), its password redacted."""
         ...
 
+    def initialise(self) -> str | None:
+        """Create or migrate what the store keeps its sessions in (`harness store init`),
+        idempotent; what was done, in a few words, or None: the store needs nothing set up
+        (the file store makes its directory on the first session)."""
+        ...
+
     def create(
         self,
         *,

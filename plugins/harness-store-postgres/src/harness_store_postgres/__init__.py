@@ -2,9 +2,9 @@
 
 A namespace plugin: `name`, `inject` and hook implementations. `harness_session_store` answers
 for its two schemes with a `PostgresStore` (`_store.py`), which connects on first use, so a
-command that never reads a session never reaches the database. `harness store init` creates
-or migrates the schema; `harness store copy SRC DST` moves sessions between any two stores
-(`_command.py`). The module stays light: psycopg loads when the store first connects.
+command that never reads a session never reaches the database. `harness store init` (a core
+command) creates or migrates its schema through `PostgresStore.initialise`. The module stays
+light: psycopg loads when the store first connects.
 
 `connect` and `failure` serve a plugin that keeps tables of its own beside the store's
 (harness-worker): a connection, and a database error as the store's own one line.
@@ -12,21 +12,18 @@ or migrates the schema; `harness store copy SRC DST` moves sessions between any 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
     import psycopg
-    from harness_core.hosts import Command
     from harness_core.log import EventSink, EventTypeRegistry, Store, StoreError
 
 __all__ = [
     "SCHEMES",
     "connect",
     "failure",
-    "harness_cli_commands",
     "harness_session_store",
     "inject",
     "name",
@@ -49,13 +46,6 @@ def harness_session_store(
     from ._store import PostgresStore
 
     return PostgresStore(url, registry, on_append=on_append)
-
-
-@hookimpl
-def harness_cli_commands() -> Sequence[Command]:
-    from ._command import STORE
-
-    return [STORE]
 
 
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:

@@ -113,6 +113,18 @@ class PostgresStore:
                 self._shared.close()
             self._shared = None
 
+    def initialise(self) -> str:
+        """Create or migrate the schema (`harness store init`): what was done."""
+        from ._schema import init
+
+        with connect(self.raw_url) as conn, translated(self.raw_url, "cannot initialise"):
+            before, now = init(conn, self.url)
+        if before == now:
+            return f"schema version {now}, up to date"
+        if before == 0:
+            return f"created the tables (schema version {now})"
+        return f"migrated from schema version {before} to {now}"
+
     # -- sessions --------------------------------------------------------------------------
 
     def create(
