@@ -233,6 +233,5 @@ def _summary(session_id: str, lines: list[bytes], title: str | None) -> SessionS
         events=len(lines),
         title=title or (first_prompt if isinstance(first_prompt, str) else None),
         parent_session=start.data.get("parent_session"),
-        path=None,
         cwd=start.data.get("cwd"),
     )

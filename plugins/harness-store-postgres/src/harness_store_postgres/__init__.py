@@ -6,8 +6,9 @@ command that never reads a session never reaches the database. `harness store in
 command) creates or migrates its schema through `PostgresStore.initialise`. The module stays
 light: psycopg loads when the store first connects.
 
-`connect` and `failure` serve a plugin that keeps tables of its own beside the store's
-(harness-worker): a connection, and a database error as the store's own one line.
+`database_url`, `connect` and `failure` serve a plugin that keeps tables of its own beside the
+store's (harness-worker): the database a store is in, a connection, and a database error as
+the store's own one line.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMES",
     "connect",
+    "database_url",
     "failure",
     "harness_session_store",
     "inject",
@@ -46,6 +48,14 @@ def harness_session_store(
     from ._store import PostgresStore
 
     return PostgresStore(url, registry, on_append=on_append)
+
+
+def database_url(store: Store) -> str | None:
+    """The URL, password included, of the database `store` keeps its sessions in when it is
+    a PostgreSQL store (else None): what another plugin connects to for tables of its own."""
+    from ._store import PostgresStore
+
+    return store.raw_url if isinstance(store, PostgresStore) else None
 
 
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:

@@ -285,7 +285,6 @@ class PostgresStore:
                 events=events,
                 title=title,
                 parent_session=parent,
-                path=None,  # a row, not a file
                 cwd=cwd,
             )
             for id, created, updated, events, title, parent, cwd in rows
