@@ -43,3 +43,30 @@ def test_a_store_that_is_no_url_is_refused_in_the_config(harness_home: Path) -> 
     result = run_cli("sessions")
     assert result.returncode == 1
     assert "store 'sessions-here' is not a URL" in result.stderr
+
+
+def test_store_init_on_the_file_store_has_nothing_to_do(harness_home: Path, tmp_path: Path) -> None:
+    """`harness store init` is a core command for every store: the file store needs no
+    setting up, and says so (exit 0), and creates nothing."""
+    other = tmp_path / "elsewhere"
+    for args in (["store", "init"], ["store", "init", "--store", f"file://{other}"]):
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.endswith(": nothing to initialise\n"), done.stdout
+    assert not other.exists() and session_ids(harness_home) == []
+
+
+def test_store_copy_between_two_file_stores(harness_home: Path, tmp_path: Path) -> None:
+    """`harness store copy` works between any two stores, two file stores included: the
+    copied file is byte-identical, and copying again skips it."""
+    script = write_script(tmp_path / "s.json", [{"text": "Done."}])
+    assert run_cli("run", "--model", script, "go").returncode == 0
+    (session,) = session_ids(harness_home)
+    other = tmp_path / "elsewhere"
+    copied = run_cli("store", "copy", f"file://{harness_home}", f"file://{other}")
+    assert copied.returncode == 0, copied.stderr
+    assert copied.stdout.startswith(f"{session}: copied (")
+    name = f"sessions/{session}.jsonl"
+    assert (other / name).read_bytes() == (harness_home / name).read_bytes()
+    again = run_cli("store", "copy", f"file://{harness_home}", f"file://{other}")
+    assert again.stdout.startswith(f"{session}: already there (")

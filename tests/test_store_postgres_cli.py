@@ -168,3 +168,85 @@ def test_two_servers_on_one_store_show_each_others_turns_live(
     types = [e["data"]["type"] for e in received if e["event"] == "message"]
     assert "turn/start" in types and "todo/write" in types
     assert all(password(url) not in line for line in (first.stderr, second.stderr))
+
+
+@pytest.fixture(params=["file", "postgres"])
+def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The environment of a host on the file store (none), or on a fresh Postgres one."""
+    if request.param == "file":
+        yield {}
+        return
+    with fresh_schema(server_url()) as fresh:
+        yield {"HARNESS_STORE": initialised(fresh)}
+
+
+def test_a_nul_in_a_session_id_is_not_found_on_every_store(
+    store_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`/api/sessions/ID%00x/...` is 404 on every store, never a 500 (a database refuses a
+    NUL in text) and never the session whose id the NUL cuts it to."""
+    from web_support import serve
+
+    with serve(tmp_path / "home", env=store_env) as served, served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        bad = f"/api/sessions/{session}%00x"
+        requests = [
+            ("GET", f"{bad}/history", None),
+            ("GET", f"{bad}/events", None),
+            ("POST", f"{bad}/turns", {"prompt": "hello"}),
+            ("PATCH", bad, {"title": "renamed"}),
+            ("DELETE", bad, None),
+            ("POST", f"{bad}/cancel", None),
+            ("DELETE", f"{bad}/queue", {"position": 0, "prompt": "hello"}),
+            ("POST", f"{bad}/approvals", {"call_id": "c1", "answer": "once"}),
+        ]
+        for method, path, body in requests:
+            answer = client.request(method, path, json=body)
+            assert answer.status_code == 404, (method, path, answer.text)
+        assert client.get(f"/api/sessions/{session}/history").status_code == 200
+        assert [s["id"] for s in client.get("/api/sessions").json()["sessions"]] == [session]
+
+
+def test_an_approval_is_on_the_log_before_its_call_runs_on_every_store(
+    store_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`harness run` killed with -9 while a call runs: the call's `tool/approval` (the policy's
+    allow, no person asked) is on the log afterwards, as the approval contract promises."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from test_cli_support import HARNESS, bash_call, child_env
+
+    work = tmp_path / "work"
+    work.mkdir()
+    model = write_script(
+        tmp_path / "slow.json",
+        [{"tool_calls": [bash_call("touch started; sleep 60")]}, {"text": "done"}],
+    )
+    env = {"HARNESS_HOME": str(tmp_path / "home"), **store_env}
+    running = subprocess.Popen(
+        [HARNESS, "run", "--approval", "auto", "--model", model, "go"],
+        env=child_env(env),
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the call's processes die with it
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (work / "started").exists():
+            assert running.poll() is None and time.monotonic() < deadline, "the call never ran"
+            time.sleep(0.05)
+    finally:
+        os.killpg(running.pid, signal.SIGKILL)
+        running.wait()
+    (session,) = [s["id"] for s in json.loads(run_cli("sessions", "--json", env=env).stdout)]
+    events = [json.loads(line) for line in run_cli("events", session, env=env).stdout.splitlines()]
+    (call,) = next(e for e in events if e["type"] == "message/assistant")["data"]["tool_calls"]
+    approvals = [e["data"] for e in events if e["type"] == "tool/approval"]
+    assert approvals == [
+        {"call_id": call["id"], "decision": "allow", "by": "policy", "scope": "once"}
+    ], [e["type"] for e in events]

@@ -141,16 +141,17 @@ async def test_the_model_gets_the_history_and_the_tool_schemas(
 async def test_commits_happen_at_step_boundaries(
     store: SessionStore, host: PluginHost, timeline: list[str]
 ) -> None:
-    """Commit after the prompt, each assistant message that runs tools, each batch, the end."""
+    """Commit after the prompt, each assistant message that runs tools, each approval (before
+    its call runs), each batch, the end."""
     steps = [{"tool_calls": [probe("a"), probe("b")]}, {"tool_calls": [probe("c", tool="solo")]}]
     agent, _ = new_agent(store, host, [*steps, {"text": "done"}])
     log = agent.session
     commits = record_commits(log)
     await agent.run_turn("Go.")
-    # 2 user, 3 assistant, 4-5 the policy's approvals (not committed on their own), 6-7
+    # 2 user, 3 assistant, 4-5 the policy's approvals (each before its call runs), 6-7
     # results (one batch), 8 assistant, 9 approval, 10 result, then the text answer 11 runs
     # no tool, so it is committed with the turn end 12.
-    assert commits == [2, 3, 7, 8, 10, 12]
+    assert commits == [2, 3, 4, 5, 7, 8, 9, 10, 12]
     on_disk = FileLog.open(log.path, store.registry, writable=False)
     assert on_disk.events == log.events
 

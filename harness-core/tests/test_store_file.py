@@ -15,6 +15,10 @@ class TestFileStore(StoreConformance):
     def store(self, harness_home: Path) -> Store:
         return SessionStore(harness_home, conformance_registry())
 
+    @pytest.fixture
+    def other_process_url(self, harness_home: Path) -> str:
+        return f"file://{harness_home}"
+
 
 def test_harness_session_store_serves_the_schemes_a_plugin_knows(
     harness_home: Path, tmp_path: Path

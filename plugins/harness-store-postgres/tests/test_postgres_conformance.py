@@ -16,3 +16,7 @@ class TestPostgresStore(StoreConformance):
         store = PostgresStore(store_url, conformance_registry())
         yield store
         store.close()
+
+    @pytest.fixture
+    def other_process_url(self, store_url: str) -> str:
+        return store_url

@@ -55,6 +55,7 @@ COMMANDS: Final = {
     "serve": ("_serve", "serve"),
     "acp": ("_acp", "acp"),
     "sandbox-check": ("_plugins", "sandbox_check"),
+    "store": ("_store", "store"),
 }
 
 

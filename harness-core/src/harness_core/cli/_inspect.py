@@ -14,6 +14,8 @@ from ._app import App, ConfiguredHome
 from ._usage import TurnUsage
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..log import SessionSummary
 
 __all__ = ["events", "sessions", "show"]
@@ -55,7 +57,8 @@ def sessions(args: Namespace) -> int:
     )
     found = store.list()
     if args.json:
-        _print_json([_summary_json(s) for s in found])
+        files = store.directory if isinstance(store, SessionStore) else None
+        _print_json([_summary_json(s, files) for s in found])
         return 0
     if not found:
         where = store.directory if isinstance(store, SessionStore) else redact_url(store.url)
@@ -73,7 +76,9 @@ def sessions(args: Namespace) -> int:
     return 0
 
 
-def _summary_json(summary: SessionSummary) -> dict[str, Any]:
+def _summary_json(summary: SessionSummary, files: Path | None) -> dict[str, Any]:
+    """A session in `sessions --json`; `path`, its file, only on the file store (`files`)."""
+    where = {} if files is None else {"path": str(files / f"{summary.id}.jsonl")}
     return {
         "id": summary.id,
         "created": summary.created,
@@ -81,7 +86,7 @@ def _summary_json(summary: SessionSummary) -> dict[str, Any]:
         "events": summary.events,
         "title": summary.title,
         "parent_session": summary.parent_session,
-        "path": None if summary.path is None else str(summary.path),
+        **where,
         "unreadable": summary.problem,
     }
 

@@ -221,6 +221,28 @@ def _sandbox_check(commands: Commands) -> None:
     )
 
 
+def _store(commands: Commands) -> None:
+    store = commands.add_parser(
+        "store",
+        help="initialise a store, copy sessions between stores",
+        description=STORE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    store_option(store)
+    actions = store.add_subparsers(dest="action", required=True, metavar="{init,copy}")
+    init = actions.add_parser("init", help="create or migrate the store's tables")
+    # Also after `init`; not set when absent, so that `store --store URL init` keeps its URL.
+    init.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help="the store")
+    copy = actions.add_parser("copy", help="copy sessions from one store to another")
+    copy.add_argument("source", metavar="SRC", help="file:///PATH, postgresql://... or another")
+    copy.add_argument(
+        "destination", metavar="DST", help="file:///PATH, postgresql://... or another"
+    )
+    copy.add_argument(
+        "--session", action="append", metavar="ID", help="only this session (repeatable)"
+    )
+
+
 # In the order `--help` lists them.
 _CORE: Final[dict[str, Callable[[Commands], None]]] = {
     "run": _run,
@@ -234,6 +256,7 @@ _CORE: Final[dict[str, Callable[[Commands], None]]] = {
     "serve": _serve,
     "acp": _acp,
     "sandbox-check": _sandbox_check,
+    "store": _store,
 }
 CORE_COMMANDS: Final = frozenset(_CORE)
 
@@ -269,6 +292,15 @@ def _safety_options(command: argparse.ArgumentParser) -> None:
         "no network (bubblewrap); default: workspace where it works (HARNESS_SANDBOX)",
     )
 
+
+STORE: Final = """\
+init creates or migrates what the store --store (else HARNESS_STORE, else config `store`)
+names keeps its sessions in, such as a PostgreSQL store's tables; running it again changes
+nothing, and a store that needs nothing set up (the file store) says so. copy copies sessions
+(all, or each --session) from the store SRC to the store DST, each a file:///PATH URL or one a
+store plugin serves, as the very lines they hold: a session DST has already is skipped, one
+it holds a prefix of is extended, and any other difference stops the copy before anything is
+written (exit 1)."""
 
 SANDBOX_CHECK: Final = """\
 Report whether bash can run sandboxed here (`--sandbox workspace`: bubblewrap with the working

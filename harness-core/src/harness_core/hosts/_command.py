@@ -11,10 +11,10 @@ import re
 from argparse import ArgumentParser, Namespace
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol, TextIO
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..log import Event, Store
 
 __all__ = ["Command", "CommandContext", "CommandError"]
@@ -34,8 +34,9 @@ class CommandContext(Protocol):
     """What a plugin's command gets from the CLI host besides its parsed arguments."""
 
     @property
-    def home(self) -> Path:
-        """The data directory (`HARNESS_HOME`)."""
+    def config(self) -> Config:
+        """The configuration (config.toml): a plugin reads its own table with
+        `config.plugin(NAME)`."""
         ...
 
     @property

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
+    from ._copy import CopyStep, Divergent, apply_copy, plan_copy
     from ._envelope import EnvelopeError, Event
     from ._events import (
         ApprovalBy,
@@ -45,12 +46,14 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         derive_messages,
     )
     from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
-    from ._store import SessionNotFound, SessionStore, default_home
+    from ._store import SessionStore, default_home
     from ._stores import (
         TITLE_MAX,
         Notify,
+        SessionNotFound,
         Store,
         StoreError,
+        check_session_id,
         check_title,
         file_store_directory,
         redact_url,
@@ -79,6 +82,10 @@ _EXPORTS: Final = {
     "CarryProvider": "_types",
     "CompactionRange": "_projection",
     "ContextCompact": "_events",
+    "CopyStep": "_copy",
+    "Divergent": "_copy",
+    "apply_copy": "_copy",
+    "plan_copy": "_copy",
     "EnvelopeError": "_envelope",
     "Event": "_envelope",
     "EventSink": "_session",
@@ -95,11 +102,12 @@ _EXPORTS: Final = {
     "ReadOnlyLog": "_session",
     "SessionLocked": "_lock",
     "SessionLog": "_session",
-    "SessionNotFound": "_store",
+    "SessionNotFound": "_stores",
     "SessionStart": "_events",
     "SessionStore": "_store",
     "Notify": "_stores",
     "TITLE_MAX": "_stores",
+    "check_session_id": "_stores",
     "check_title": "_stores",
     "Store": "_stores",
     "StoreError": "_stores",
@@ -136,6 +144,8 @@ __all__ = [
     "CarryProvider",
     "CompactionRange",
     "ContextCompact",
+    "CopyStep",
+    "Divergent",
     "EnvelopeError",
     "Event",
     "EventSink",
@@ -167,6 +177,8 @@ __all__ = [
     "TurnStatus",
     "Usage",
     "UserMessage",
+    "apply_copy",
+    "check_session_id",
     "check_title",
     "default_home",
     "derive_messages",
@@ -175,6 +187,7 @@ __all__ = [
     "find_latest",
     "history_of",
     "last_event",
+    "plan_copy",
     "read_lines",
     "redact_url",
     "scheme_of",

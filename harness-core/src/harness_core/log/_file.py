@@ -126,7 +126,6 @@ class FileLog(SessionLog):
             fsync_dir(path.parent)
             log = cls(path, registry, fd)
             forget_index(path)  # a session of the same name before this one
-            log._check_appends([])
             if observer is not None:
                 log.listeners.append(partial(observer, log))
             log.append("session/start", start)
@@ -175,7 +174,7 @@ class FileLog(SessionLog):
         return log
 
     def _load(self, whole: _WholeLines) -> None:
-        replayed = self._ingest(whole, 0)
+        self.replay(whole)
         self._size, self._lines = whole.size, whole.count
         if whole.torn:
             if self._fd is not None:
@@ -185,7 +184,6 @@ class FileLog(SessionLog):
                 self.problems.insert(0, message)
         if self._fd is not None:
             self._adopt_index()
-            self._check_appends(replayed)
 
     def _adopt_index(self) -> None:
         """Go on with the saved tail index when it describes the file as it is, or as it was
@@ -212,7 +210,7 @@ class FileLog(SessionLog):
 
     # -- the store's side of SessionLog -----------------------------------------------------
 
-    def _write(self, line: bytes, seq: int, type: str) -> None:
+    def persist(self, line: bytes, seq: int, type: str) -> None:
         fd = self._fd
         assert fd is not None
         try:
@@ -231,17 +229,17 @@ class FileLog(SessionLog):
         self._latest[type] = (seq, self._size)
         self._size += written
 
-    def _sync(self) -> None:
+    def make_durable(self) -> None:
         assert self._fd is not None
         _datasync(self._fd)
         if self._size - self._index_saved >= SAVE_EVERY:
             self._save_index()
 
-    def _blocks(self) -> Iterator[list[bytes]]:
+    def stored_blocks(self) -> Iterator[list[bytes]]:
         with os.fdopen(open_regular(self.path), "rb") as handle:
             yield from _WholeLines(handle, handle.readline()).blocks()
 
-    def _appended(self) -> list[bytes]:
+    def unread_lines(self) -> list[bytes]:
         with os.fdopen(open_regular(self.path), "rb") as handle:
             handle.seek(self._size)
             chunk = handle.read()
@@ -253,7 +251,7 @@ class FileLog(SessionLog):
         self._size += good
         return lines
 
-    def _release(self) -> None:
+    def release(self) -> None:
         assert self._fd is not None
         try:
             if self._size != self._index_saved:

@@ -50,7 +50,6 @@ class SessionSummary:
     events: int
     title: str | None
     parent_session: str | None
-    path: Path | None  # the session's file; None in a store that keeps no files (Postgres)
     problem: str | None = None  # why the file cannot be listed as a session; None when it can
     cwd: str | None = None  # the working directory its tools run in (session/start)
 
@@ -144,7 +143,6 @@ def _from_row(path: Path, identity: list[int] | None, row: Any) -> SessionSummar
         events=events,
         title=title,
         parent_session=parent_session,
-        path=path,
         cwd=cwd,
     )
 
@@ -181,7 +179,6 @@ def _summarize(path: Path) -> SessionSummary | None:
         events=last.seq + 1,
         title=_first_prompt(head, first + 1) if first >= 0 else None,
         parent_session=header.data.get("parent_session"),
-        path=path,
         cwd=header.data.get("cwd"),
     )
 
@@ -202,7 +199,6 @@ def _unreadable(path: Path, problem: str) -> SessionSummary:
         events=0,
         title=None,
         parent_session=None,
-        path=path,
         problem=problem,
     )
 

@@ -4,16 +4,18 @@ A store keeps a session as its envelope lines, in seq order (`_file.py`: a JSON 
 a plugin's store: rows of a database). Everything else is the same on every store and lives
 here: the envelope of each append, its validation and redaction, the dev-mode invariants,
 the message projection, the small folds a turn reads (`_folds.py`) and the observers. A store
-subclasses `SessionLog` and supplies the persistence:
+subclasses `SessionLog` and supplies the persistence, public methods that only `SessionLog`
+calls (as a LangGraph checkpoint saver implements `put` and `list`):
 
-    _write(line, seq, type)   write one envelope line (LogWriteError: nothing was written)
-    _sync()                   make every line written so far durable (`commit`)
-    _blocks()                 the session's lines, a block at a time (`history`)
-    _appended()               a reader's lines appended since it last read (`refresh`)
-    _release()                a writer's close, after its last commit
+    persist(line, seq, type)  write one envelope line (LogWriteError: nothing was written)
+    make_durable()            make every line written so far durable (`commit`)
+    stored_blocks()           the session's lines, a block at a time (`history`)
+    unread_lines()            a reader's lines appended since it last read (`refresh`)
+    release()                 a writer's close, after its last commit
     describe()                how its messages name the session (a file name, an id)
 
-See docs/log.md, "Stores".
+and calls `replay(lines)` once with the session's stored lines when it opens one. See
+docs/log.md, "Stores".
 """
 
 from __future__ import annotations
@@ -148,34 +150,48 @@ class SessionLog:
         self.listeners: list[Listener] = []
         self.committed_seq = -1
         self._lines = 0  # lines read so far, so problems name the store's line numbers
-        self._checker: InvariantChecker | None = None
+        # A writer's appends are checked against the log's structural rules in development
+        # mode (HARNESS_DEV=1), from the state its replay left (none yet: a new session).
+        self._checker = InvariantChecker.from_tail([]) if writable and dev_mode() else None
 
-    # -- what a store supplies -------------------------------------------------------------
+    # -- what a store supplies (SessionLog calls these; nothing else does) -----------------
 
-    def _write(self, line: bytes, seq: int, type: str) -> None:
+    def persist(self, line: bytes, seq: int, type: str) -> None:
+        """Write one envelope line (with its newline), the next seq; LogWriteError when the
+        store refused it and nothing was written. Durable after the next `make_durable`."""
         raise NotImplementedError
 
-    def _sync(self) -> None:
+    def make_durable(self) -> None:
+        """Make every line persisted so far durable (an fdatasync, a transaction's commit)."""
         raise NotImplementedError
 
-    def _blocks(self) -> Iterator[list[bytes]]:
+    def stored_blocks(self) -> Iterator[list[bytes]]:
+        """The session's lines as stored, oldest first, a block at a time; a writer's lines
+        not yet durable included."""
         raise NotImplementedError
 
-    def _appended(self) -> list[bytes]:
+    def unread_lines(self) -> list[bytes]:
+        """A reader's: whole lines committed since it last read (by another process)."""
         raise NotImplementedError
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Let the writer go (its lock, its connection or file), after its last commit."""
         raise NotImplementedError
 
     def describe(self) -> str:
+        """How messages name the session (a file name, an id)."""
         return self.session_id
 
-    def _check_appends(self, replayed: list[Event]) -> None:
-        """A writer's appends are checked against the log's structural rules in development
-        mode (HARNESS_DEV=1), from the state its replay (`replayed`; none when new) left."""
-        self._checker = InvariantChecker.from_tail(replayed) if dev_mode() else None
-
     # -- replay ----------------------------------------------------------------------------
+
+    def replay(self, lines: Iterable[bytes]) -> list[Event]:
+        """Fold the session's stored lines, oldest first: what a store does once, when it
+        opens a session. A line that is not a well-formed envelope in sequence is skipped
+        with a problem (`problems`), an unknown type kept with one; the events are returned."""
+        events = self._ingest(lines, 0)
+        if self._checker is not None:
+            self._checker = InvariantChecker.from_tail(events)
+        return events
 
     def _ingest(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
         events, problems = parse_lines(lines, first_seq, self._lines + 1)
@@ -206,7 +222,7 @@ class SessionLog:
 
     def refresh(self) -> list[Event]:
         """Read events appended by another process since the last read (readers only)."""
-        lines = self._appended()
+        lines = self.unread_lines()
         if not lines:
             return []
         events = self._ingest(lines, self.next_seq)
@@ -235,7 +251,7 @@ class SessionLog:
             yield from self._events
             return
         expected = 0
-        for block in self._blocks():
+        for block in self.stored_blocks():
             events, _ = parse_lines(block, expected)  # problems were reported on open
             if events:
                 expected = events[-1].seq + 1
@@ -280,7 +296,7 @@ class SessionLog:
         checker = self._checker
         if checker is not None:
             checker.validate(event)
-        self._write(line, seq, type)
+        self.persist(line, seq, type)
         if checker is not None:
             checker.fold(event)
         self._fold(event)
@@ -309,7 +325,7 @@ class SessionLog:
             why = problems[0].removeprefix("line 1: ") if problems else "not an envelope"
             raise EnvelopeError(f"session {self.session_id}, seq {self.next_seq}: {why}")
         (event,) = events
-        self._write(line + b"\n", event.seq, event.type)
+        self.persist(line + b"\n", event.seq, event.type)
         self._fold(event)
         self.projection.apply(event)
         return event
@@ -335,7 +351,7 @@ class SessionLog:
         """Make every appended event durable (an fdatasync, a transaction's commit)."""
         if not self._writable or self.committed_seq == self._last_seq:
             return
-        self._sync()
+        self.make_durable()
         self.committed_seq = self._last_seq
 
     # -- queries and lifetime --------------------------------------------------------------
@@ -352,7 +368,7 @@ class SessionLog:
             finally:
                 self._writable = False
                 self.listeners.clear()  # observers hold the log (partial): no cycle outlives it
-                self._release()
+                self.release()
 
     def __enter__(self) -> SessionLog:
         return self

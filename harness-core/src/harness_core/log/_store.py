@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from ._listing import SessionSummary, list_sessions
 from ._open import NotASession, open_regular
-from ._stores import TITLE_MAX, check_title
+from ._stores import TITLE_MAX, SessionNotFound, check_session_id, check_title
 
 if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, not to list them
     from collections.abc import Collection, Iterator, Sequence
@@ -30,8 +29,6 @@ if TYPE_CHECKING:  # the log file's machinery loads when a session is opened, no
 
 __all__ = ["SessionNotFound", "SessionStore", "SessionSummary", "default_home"]
 
-_VALID_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
 
 def default_home() -> Path:
     """`$HARNESS_HOME`, else the per-user data directory."""
@@ -41,10 +38,6 @@ def default_home() -> Path:
     import platformdirs  # only when HARNESS_HOME is unset
 
     return platformdirs.user_data_path("harness")
-
-
-class SessionNotFound(LookupError):
-    """No session with that id in this store."""
 
 
 class SessionStore:
@@ -62,6 +55,10 @@ class SessionStore:
         self.registry = registry
         self.on_append = on_append
         self.directory = home / "sessions"
+
+    def initialise(self) -> None:
+        """Nothing to set up: the directory is made with the first session."""
+        return None
 
     def create(
         self,
@@ -89,8 +86,7 @@ class SessionStore:
         return FileLog.create(path, self.registry, start, observer=self.on_append)
 
     def path(self, session_id: str) -> Path:
-        if not _VALID_ID.fullmatch(session_id):
-            raise SessionNotFound(f"{session_id!r} is not a session id")
+        check_session_id(session_id)
         path = self.directory / f"{session_id}.jsonl"
         # lexists, not is_file: a symlink or FIFO here is refused by name when it is opened,
         # instead of being reported as missing.
@@ -160,8 +156,7 @@ class SessionStore:
         session of that id appearing meanwhile is refused, never overwritten)."""
         from ._file import fsync_dir
 
-        if not _VALID_ID.fullmatch(session_id):  # an id from another store: never a path
-            raise SessionNotFound(f"{session_id!r} is not a session id")
+        check_session_id(session_id)  # an id from another store: never a path
         target = self.directory / f"{session_id}.jsonl"
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.directory.mkdir(mode=0o700, exist_ok=True)

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 __all__ = [
     "TITLE_MAX",
     "Notify",
+    "SessionNotFound",
     "Store",
     "StoreError",
+    "check_session_id",
     "check_title",
     "file_store_directory",
     "redact_url",
@@ -44,7 +46,15 @@ Notify = Callable[[str, int], None]
 # A session's own title (`Store.rename`) is a line for a list, not a place to keep text.
 TITLE_MAX: Final = 200
 
+# What a session id may be on every store: a file name on the file store, and never a NUL
+# (which a database refuses in text) or a path separator anywhere.
+_VALID_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
 _PASSWORD: Final = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:)([^@/?#]*)(@)", re.IGNORECASE)
+
+
+class SessionNotFound(LookupError):
+    """No session with that id in this store."""
 
 
 class StoreError(Exception):
@@ -61,6 +71,12 @@ class Store(Protocol):
     @property
     def url(self) -> str:
         """How to name this store again (`--store`), its password redacted."""
+        ...
+
+    def initialise(self) -> str | None:
+        """Create or migrate what the store keeps its sessions in (`harness store init`),
+        idempotent; what was done, in a few words, or None: the store needs nothing set up
+        (the file store makes its directory on the first session)."""
         ...
 
     def create(
@@ -119,6 +135,14 @@ class Store(Protocol):
         committed to a session, by any process; returns how to stop. None: this store cannot
         notify, and a reader that follows a session polls it (the file store)."""
         ...
+
+
+def check_session_id(session_id: str) -> str:
+    """`session_id`, or SessionNotFound for a string no store holds a session by (an id from
+    a URL or another store is checked before it reaches a path or a query)."""
+    if not _VALID_ID.fullmatch(session_id):
+        raise SessionNotFound(f"{session_id!r} is not a session id")
+    return session_id
 
 
 def check_title(title: str) -> str:

@@ -602,8 +602,9 @@ class Agent:
                     scope=decision.scope,
                 ),
             )
-            if decision.by == "user":
-                await self._commit()  # a person's answer, and a session grant, must not be lost
+            # Durable before the call runs, whoever decided: on a store that keeps appends
+            # until the commit (a database), a crash mid-call would otherwise lose it.
+            await self._commit()
         if decision.decision == "deny":
             return ToolResult(denied_text(tool.name, decision.reason or "no reason"), True)
         return None

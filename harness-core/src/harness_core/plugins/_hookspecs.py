@@ -80,7 +80,11 @@ def harness_session_store(
     keeps its sessions with the event types of `registry` and reports every append of a
     session it writes to `on_append`. The file store (`file://PATH`, and no URL at all) is
     built in. A store that cannot be reached raises `StoreError` with one line saying why,
-    the password left out.
+    the password left out. A store implements public methods only: the `Store` protocol and,
+    for its sessions, a `SessionLog` subclass's persistence (`persist`, `make_durable`,
+    `stored_blocks`, `unread_lines`, `release`; docs/log.md, "Stores"); it passes
+    `harness_core.testing.store_conformance`, as `harness_core.testing.memory_store` does.
+    `harness store init` and `harness store copy` then work on it.
     """
 
 

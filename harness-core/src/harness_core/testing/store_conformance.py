@@ -1,12 +1,18 @@
 """The session store conformance suite: what every store must do, as pytest tests.
 
 A store's tests subclass `StoreConformance` and give it a `store` fixture (a fresh, empty
-store whose registry knows the core event types and `test/note`), and nothing else:
+store whose registry knows the core event types and `test/note`), and, for a store that
+processes share, `other_process_url`: the URL another process opens the same store by
+(`--store`; the store's own plugin installed), so that a writer in a second process is tested:
 
     class TestMyStore(StoreConformance):
         @pytest.fixture
         def store(self, tmp_path: Path) -> Store:
             return MyStore(..., registry=conformance_registry())
+
+        @pytest.fixture
+        def other_process_url(self, tmp_path: Path) -> str | None:
+            return "mystore://..."  # None (the default): this process's alone
 
 The file store runs it in harness-core's tests; a plugin's store runs the same suite, so a new
 store is tested by adding one fixture (docs/log.md, "Stores").
@@ -15,7 +21,14 @@ store is tested by adding one fixture (docs/log.md, "Stores").
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -23,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..log import (
     TITLE_MAX,
+    Divergent,
     EnvelopeError,
     Event,
     EventType,
@@ -33,6 +47,8 @@ from ..log import (
     SessionNotFound,
     Store,
     TurnEnd,
+    apply_copy,
+    plan_copy,
 )
 
 __all__ = ["NOTE", "StoreConformance", "conformance_registry"]
@@ -64,8 +80,23 @@ def _turn(store: Store, session_id: str, prompt: str, notes: int = 1) -> None:
         log.append("turn/end", TurnEnd(status="completed"), turn=turn)
 
 
+# A writer in another process: opens the session, says so, and holds it until killed.
+_WRITER = """
+import sys
+from harness_core.runtime import Runtime
+with Runtime().open_store(sys.argv[1]).open(sys.argv[2]) as log:
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
+
+
 class StoreConformance:
     """What every session store does; subclasses provide the `store` fixture."""
+
+    @pytest.fixture
+    def other_process_url(self) -> str | None:
+        """How another process names this store; None: it cannot (a store in memory)."""
+        return None
 
     def test_create_commits_a_session_start_a_reader_sees_at_once(self, store: Store) -> None:
         """A new session's first event is its session/start, seq 0, already durable."""
@@ -96,6 +127,62 @@ class StoreConformance:
             assert f"session {log.session_id} is already open" in str(refused.value)
             assert store.open(log.session_id, writable=False).events
         store.open(log.session_id).close()  # free again once the first let go
+
+    def test_a_writer_in_another_process_is_named_and_its_death_frees_the_session(
+        self, store: Store, other_process_url: str | None
+    ) -> None:
+        """One writer across processes: a second process's writer refuses this one, naming
+        its pid; `kill -9` of it frees the session (no stale lock)."""
+        if other_process_url is None:
+            pytest.skip("this store lives in one process")
+        with store.create() as log:
+            session_id = log.session_id
+        with _holding(other_process_url, session_id) as holder:
+            with pytest.raises(SessionLocked) as refused:
+                store.open(session_id)
+            assert refused.value.holder == holder.pid
+            assert store.open(session_id, writable=False).events  # readers need no lock
+        deadline = time.monotonic() + 10  # a database notices a dead client's socket at once
+        while True:
+            try:
+                store.open(session_id).close()
+                break
+            except SessionLocked:
+                assert time.monotonic() < deadline, "the killed writer's lock outlived it"
+                time.sleep(0.05)
+
+    def test_every_append_reaches_the_stores_observer(self, store: Store) -> None:
+        """`on_append` sees each event a writer of this store appends, session/start
+        included, once, in seq order: what hosts wire their plugins' observers to."""
+        seen: list[tuple[str, int, str]] = []
+        store.on_append = lambda log, event: seen.append((log.session_id, event.seq, event.type))
+        with store.create() as log:
+            session_id = log.session_id
+        _turn(store, session_id, "one", notes=2)
+        assert seen == [(session_id, e.seq, e.type) for e in store.read(session_id)]
+
+    def test_a_copy_to_another_store_and_back_keeps_every_byte(self, store: Store) -> None:
+        """`harness store copy` both ways: the lines come back byte for byte; copying again
+        changes nothing, a longer source extends the copy, and a divergence is refused."""
+        from .memory_store import MemoryStore
+
+        other = MemoryStore(store.registry)
+        with store.create() as log:
+            session_id = log.session_id
+        _turn(store, session_id, "one")
+        lines = list(store.lines(session_id))
+        _copy(store, other, session_id)
+        store.delete(session_id)
+        assert [step.action for step in _copy(other, store, session_id)] == ["copy"]
+        assert list(store.lines(session_id)) == lines
+        assert [step.action for step in _copy(other, store, session_id)] == ["same"]
+        _turn(store, session_id, "two")
+        assert [step.action for step in _copy(store, other, session_id)] == ["extend"]
+        assert list(other.lines(session_id)) == list(store.lines(session_id))
+        _turn(store, session_id, "three here")
+        _turn(other, session_id, "three there")
+        with pytest.raises(Divergent, match=session_id):
+            plan_copy(store, other, [session_id])
 
     def test_lines_appended_as_they_are_keep_their_bytes(self, store: Store) -> None:
         """`append_line` (how `harness store copy` writes) stores a line's very bytes, and
@@ -134,6 +221,17 @@ class StoreConformance:
     def test_an_unknown_id_is_not_found(self, store: Store) -> None:
         with pytest.raises(SessionNotFound):
             store.open("20200101-000000-abcdef", writable=False)
+
+    def test_an_id_with_a_nul_or_a_slash_is_not_found(self, store: Store) -> None:
+        """An id from a URL is checked before it reaches a query or a path: a NUL in it never
+        fails the store, nor finds the session whose id it cuts it to."""
+        with store.create() as log:
+            session_id = log.session_id
+        for bad in (f"{session_id}\x00x", f"{session_id}/../{session_id}", "", "\x00"):
+            for call in _by_id(store, bad):
+                with pytest.raises(SessionNotFound):
+                    call()
+        assert [s.id for s in store.list()] == [session_id]
 
     def test_a_plugins_event_type_is_kept_as_written(self, store: Store) -> None:
         """A plugin's event (not surface) is stored and read back as written, and its lines
@@ -257,6 +355,42 @@ class StoreConformance:
             assert Agent(log, ScriptedModel([]), ToolRegistry()).repair()
         types = [e.type for e in store.read(session_id)]
         assert types[-2:] == ["tool/result", "turn/end"]
+
+
+def _copy(source: Store, destination: Store, session_id: str) -> list[Any]:
+    steps = plan_copy(source, destination, [session_id])
+    for step in steps:
+        apply_copy(destination, step)
+    return steps
+
+
+@contextmanager
+def _holding(url: str, session_id: str) -> Iterator[subprocess.Popen[str]]:
+    """A process holding the session's writer, killed with -9 on exit."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _WRITER, url, session_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+            yield holder
+        finally:
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait()
+
+
+def _by_id(store: Store, session_id: str) -> list[Callable[[], object]]:
+    """Every store operation on one session id."""
+    return [
+        lambda: store.open(session_id),
+        lambda: store.open(session_id, writable=False),
+        lambda: store.latest(session_id, {"turn/start"}),
+        lambda: list(store.lines(session_id)),
+        lambda: store.delete(session_id),
+        lambda: store.rename(session_id, "title"),
+    ]
 
 
 def _same(found: Event | None, expected: Event | None) -> bool:

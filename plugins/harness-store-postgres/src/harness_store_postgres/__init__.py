@@ -2,32 +2,30 @@
 
 A namespace plugin: `name`, `inject` and hook implementations. `harness_session_store` answers
 for its two schemes with a `PostgresStore` (`_store.py`), which connects on first use, so a
-command that never reads a session never reaches the database. `harness store init` creates
-or migrates the schema; `harness store copy SRC DST` moves sessions between any two stores
-(`_command.py`). The module stays light: psycopg loads when a session is opened or written,
-never for the one-shot queries (`sessions`, `todos ID`), which go through libpq (`_libpq.py`).
+command that never reads a session never reaches the database. `harness store init` (a core
+command) creates or migrates its schema through `PostgresStore.initialise`. The module stays
+light: psycopg loads when the store first connects.
 
-`connect` and `failure` serve a plugin that keeps tables of its own beside the store's
-(harness-worker): a connection, and a database error as the store's own one line.
+`database_url`, `connect` and `failure` serve a plugin that keeps tables of its own beside the
+store's (harness-worker): the database a store is in, a connection, and a database error as
+the store's own one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness_core.plugins import hookimpl
 
 if TYPE_CHECKING:
     import psycopg
-    from harness_core.hosts import Command
     from harness_core.log import EventSink, EventTypeRegistry, Store, StoreError
 
 __all__ = [
     "SCHEMES",
     "connect",
+    "database_url",
     "failure",
-    "harness_cli_commands",
     "harness_session_store",
     "inject",
     "name",
@@ -52,11 +50,12 @@ def harness_session_store(
     return PostgresStore(url, registry, on_append=on_append)
 
 
-@hookimpl
-def harness_cli_commands() -> Sequence[Command]:
-    from ._command import STORE
+def database_url(store: Store) -> str | None:
+    """The URL, password included, of the database `store` keeps its sessions in when it is
+    a PostgreSQL store (else None): what another plugin connects to for tables of its own."""
+    from ._store import PostgresStore
 
-    return [STORE]
+    return store.raw_url if isinstance(store, PostgresStore) else None
 
 
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:

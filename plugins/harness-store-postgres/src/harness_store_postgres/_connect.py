@@ -7,30 +7,24 @@ case a server or libpq ever echoes it).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final
 
 from harness_core.log import StoreError, redact_url
 
-from ._libpq import LibpqError, LiteConnection, conninfo, library
-
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["connect", "connect_lite", "failure", "translated", "where"]
+__all__ = ["connect", "failure", "translated", "where"]
 
 # libpq waits for ever by default; a store that cannot be reached should say so.
 CONNECT_TIMEOUT: Final = 10
 
 
 def _params(url: str) -> dict[str, str] | None:
-    """The parameters libpq reads from `url`, None for a malformed one; through libpq itself
-    when it loads (no psycopg import for a one-line error), else psycopg's reading of it."""
-    lib = library()
-    if lib is not None:
-        return conninfo(lib, url)
+    """The parameters libpq reads from `url` (psycopg's reading of it), None for a malformed
+    one."""
     from psycopg.conninfo import conninfo_to_dict
 
     try:
@@ -86,33 +80,13 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[ob
         raise failure(url, exc, "cannot connect") from None
 
 
-def connect_lite(url: str) -> LiteConnection | None:
-    """A libpq connection for the one-shot queries, StoreError in one line, or None when
-    libpq does not load (psycopg then serves them)."""
-    lib = library()
-    if lib is None:
-        return None
-    try:
-        return LiteConnection(lib, url, CONNECT_TIMEOUT)
-    except LibpqError as exc:
-        raise failure(url, exc, "cannot connect") from None
-
-
-def _database_error(exc: BaseException) -> bool:
-    if isinstance(exc, LibpqError):
-        return True
-    # Only a process that imported psycopg can hold its errors: never import it to check.
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(exc, psycopg.Error)
-
-
 @contextmanager
 def translated(url: str, doing: str) -> Iterator[None]:
-    """Database errors inside (psycopg's or libpq's) become a one-line StoreError (a dropped
-    connection, a query the server refused): a user sees the reason, not a traceback."""
+    """psycopg's errors inside become a one-line StoreError (a dropped connection, a query
+    the server refused): a user sees the reason, not a traceback."""
+    import psycopg
+
     try:
         yield
-    except Exception as exc:
-        if not _database_error(exc):
-            raise
+    except psycopg.Error as exc:
         raise failure(url, exc, doing) from None

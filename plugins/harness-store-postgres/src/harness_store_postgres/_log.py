@@ -99,9 +99,9 @@ class PostgresLog(SessionLog):
         # (`coalesce`), so a writer need not know whether the session has one.
         self._title: str | None = None
 
-    # -- the store's side of SessionLog -----------------------------------------------------
+    # -- the store's side of SessionLog (its public persistence methods) --------------------
 
-    def _write(self, line: bytes, seq: int, type: str) -> None:
+    def persist(self, line: bytes, seq: int, type: str) -> None:
         try:
             row = row_of(self.session_id, line)
         except (orjson.JSONDecodeError, KeyError) as exc:  # never: SessionLog built the line
@@ -110,7 +110,7 @@ class PostgresLog(SessionLog):
             self._title = title_of(row)
         self._pending.append(row)
 
-    def _sync(self) -> None:
+    def make_durable(self) -> None:
         rows = self._pending
         if not rows:
             return
@@ -190,7 +190,7 @@ class PostgresLog(SessionLog):
         doing = f"cannot commit session {self.session_id}" + (f" ({why})" if why else "")
         return str(failure(self._store.raw_url, exc, doing))
 
-    def _blocks(self) -> Iterator[list[bytes]]:
+    def stored_blocks(self) -> Iterator[list[bytes]]:
         # What this writer appended and has not committed yet is part of its session too,
         # as the file store's unsynced lines are.
         pending = [row[5] for row in self._pending]
@@ -198,13 +198,13 @@ class PostgresLog(SessionLog):
         if pending:
             yield pending
 
-    def _appended(self) -> list[bytes]:
+    def unread_lines(self) -> list[bytes]:
         lines: list[bytes] = []
-        for block in self._store.blocks(self.session_id, None, after=self._last_seq):
+        for block in self._store.blocks(self.session_id, None, after=self.next_seq - 1):
             lines += block
         return lines
 
-    def _release(self) -> None:
+    def release(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()  # the server lets the advisory lock go with the connection

@@ -18,18 +18,14 @@ knows is refused rather than written in a layout it does not understand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from harness_core.log import StoreError
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["VERSION", "Rows", "check", "init"]
-
-# A query's rows: `rows(sql, params)`, on a psycopg connection or a libpq one (`_libpq`).
-Rows = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
+__all__ = ["VERSION", "check", "init"]
 
 VERSION: Final = 2
 
@@ -62,8 +58,6 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     2: ("ALTER TABLE harness_sessions ADD COLUMN name text",),
 }
 
-_UNDEFINED_TABLE: Final = "42P01"
-
 # Two `store init` at once: the second waits for the first instead of failing halfway.
 _INIT_LOCK: Final = 0x6861726E657373  # "harness"
 
@@ -84,15 +78,15 @@ def init(conn: psycopg.Connection[tuple[object, ...]], shown: str) -> tuple[int,
     return before, max(before, VERSION)
 
 
-def check(rows: Rows, shown: str) -> str:
+def check(conn: psycopg.Connection[tuple[object, ...]], shown: str) -> str:
     """StoreError in one line unless the schema is one this plugin reads and writes; else
-    the current schema's name. `rows` runs a query, on psycopg or on libpq (`_libpq`). One
-    round trip: the version is read, and a missing table is the answer "never initialised"."""
+    the current schema's name. One round trip: the version is read, and a missing table is
+    the answer "never initialised"."""
+    from psycopg.errors import UndefinedTable
+
     try:
-        found = rows("SELECT max(version), current_schema() FROM harness_schema", ())
-    except Exception as exc:  # psycopg's and libpq's errors both carry the server's code
-        if getattr(exc, "sqlstate", None) != _UNDEFINED_TABLE:
-            raise
+        found = conn.execute("SELECT max(version), current_schema() FROM harness_schema").fetchall()
+    except UndefinedTable:
         found = []
     version = found[0][0] if found and isinstance(found[0][0], int) else 0
     name = found[0][1] if found else None

@@ -1,13 +1,11 @@
 """The Postgres store: sessions as rows of one database (a `harness_core.log.Store`).
 
 It connects on first use, not when the plugin answers for the URL: `harness --version` and
-`harness store init` never need a working schema. Each new connection first checks the schema
-and fails in one line naming `harness store init` on a database that has none. The one-shot
-queries (`list`, `latest`) run on one libpq connection of their own (`_libpq.py`), so
-`harness sessions` and `harness todos ID` never import psycopg; the reads of whole sessions
-share one psycopg connection (psycopg serialises them; every query reads its rows whole, a
-block at a time); each writer has a connection of its own, which holds its session's lock
-(`_log.py`).
+`harness store init` never need a working schema, and psycopg is imported only then. Each new
+connection first checks the schema and fails in one line naming `harness store init` on a
+database that has none. The queries and the reads of whole sessions share one connection
+(psycopg serialises them; every query reads its rows whole, a block at a time); each writer
+has a connection of its own, which holds its session's lock (`_log.py`).
 """
 
 from __future__ import annotations
@@ -19,9 +17,15 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from harness_core.log import Event, SessionNotFound, SessionSummary, redact_url
+from harness_core.log import (
+    Event,
+    SessionNotFound,
+    SessionSummary,
+    check_session_id,
+    redact_url,
+)
 
-from ._connect import connect, connect_lite, translated
+from ._connect import connect, translated
 
 # The writer's side (`_log`: the envelope codec, SessionLog, socket) loads when a session is
 # opened, not for a listing: each method that needs it imports it.
@@ -29,9 +33,7 @@ if TYPE_CHECKING:
     import psycopg
     from harness_core.log import EventSink, EventTypeRegistry, Notify
 
-    from ._libpq import LiteConnection
     from ._log import PostgresLog
-    from ._schema import Rows
 
 __all__ = ["PostgresStore"]
 
@@ -43,13 +45,9 @@ CROSS JOIN LATERAL (
 ) AS e
 ORDER BY e.seq DESC LIMIT 1
 """
-# The listing as one JSON text: a thousand rows would be seven thousand values to fetch one
-# by one through ctypes (`_libpq`), and one string is parsed in C. Text, not json, so psycopg
-# hands back the same string libpq does.
 _LIST = (
-    "SELECT coalesce(json_agg(json_build_array(id, created, updated, events, "
-    "coalesce(name, title), parent_session, cwd) ORDER BY updated DESC, id DESC), '[]')::text "
-    "FROM harness_sessions"
+    "SELECT id, created, updated, events, coalesce(name, title), parent_session, cwd "
+    "FROM harness_sessions ORDER BY updated DESC, id DESC"
 )
 
 
@@ -59,13 +57,11 @@ class PostgresStore:
     def __init__(
         self, url: str, registry: EventTypeRegistry, *, on_append: EventSink | None = None
     ) -> None:
-        self.raw_url = url  # holds the password: never shown, only handed to libpq
+        self.raw_url = url  # holds the password: never shown, only handed to psycopg
         self.registry = registry
         self.on_append = on_append
         self.channel = ""  # the NOTIFY channel of this schema, set on first connect
         self._shared: psycopg.Connection[Any] | None = None
-        self._lite: LiteConnection | None = None
-        self._lite_missing = False  # libpq did not load: psycopg serves the queries too
         self._connecting = threading.Lock()
 
     @property
@@ -84,32 +80,20 @@ class PostgresStore:
         with self._connecting:
             conn = self._shared
             if conn is None or conn.closed or conn.broken:
+                if conn is not None:
+                    conn.close()  # the server dropped it: its socket goes now
                 conn = connect(self.raw_url)
-                self._checked(conn, rows_of(conn))
+                self._checked(conn)
                 self._shared = conn
             return conn
 
-    def _lite_connection(self) -> LiteConnection | None:
-        """The one-shot queries' libpq connection, checked like `shared`; None without libpq."""
-        with self._connecting:
-            conn = self._lite
-            if (conn is None or conn.broken) and not self._lite_missing:
-                if conn is not None:
-                    conn.close()  # the server dropped it: its socket and memory go now
-                conn = connect_lite(self.raw_url)
-                self._lite_missing = conn is None
-                if conn is not None:
-                    self._checked(conn, conn.rows)
-                self._lite = conn
-            return conn
-
-    def _checked(self, conn: psycopg.Connection[Any] | LiteConnection, rows: Rows) -> None:
+    def _checked(self, conn: psycopg.Connection[Any]) -> None:
         """Check the schema on a new connection (closing it on failure), set the channel."""
         from ._schema import check
 
         try:
             with translated(self.raw_url, "cannot read the schema"):
-                schema = check(rows, self.url)
+                schema = check(conn, self.url)
         except BaseException:
             conn.close()
             raise
@@ -120,18 +104,26 @@ class PostgresStore:
         weakref.finalize(self, conn.close)
 
     def query(self, sql: str, params: Sequence[object]) -> builtins.list[tuple[Any, ...]]:
-        """The rows of a one-shot query: on libpq when it loads, else on psycopg's `shared`."""
-        lite = self._lite_connection()
-        if lite is None:
-            return rows_of(self.shared())(sql, params)
-        return lite.rows(sql, params)
+        """The rows of one query on the shared connection."""
+        return self.shared().execute(sql, params).fetchall()
 
     def close(self) -> None:
         with self._connecting:
-            for conn in (self._shared, self._lite):
-                if conn is not None:
-                    conn.close()
-            self._shared = self._lite = None
+            if self._shared is not None:
+                self._shared.close()
+            self._shared = None
+
+    def initialise(self) -> str:
+        """Create or migrate the schema (`harness store init`): what was done."""
+        from ._schema import init
+
+        with connect(self.raw_url) as conn, translated(self.raw_url, "cannot initialise"):
+            before, now = init(conn, self.url)
+        if before == now:
+            return f"schema version {now}, up to date"
+        if before == 0:
+            return f"created the tables (schema version {now})"
+        return f"migrated from schema version {before} to {now}"
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -158,7 +150,6 @@ class PostgresStore:
         writer = self._new_writer(session_id)
         try:
             log = PostgresLog(self, session_id, writer, start=(created, parent_session, cwd))
-            log._check_appends([])
             if self.on_append is not None:
                 log.listeners.append(partial(self.on_append, log))
             log.append("session/start", start)
@@ -173,6 +164,7 @@ class PostgresStore:
         commit inserts them with the session's row, made from its session/start."""
         from ._log import PostgresLog
 
+        check_session_id(session_id)  # an id from another store
         start = event_of(lines[0])
         writer = self._new_writer(session_id)
         created = str(start.data.get("created") or start.ts)
@@ -202,9 +194,10 @@ class PostgresStore:
     def open(self, session_id: str, *, writable: bool = True) -> PostgresLog:
         from ._log import PostgresLog
 
+        check_session_id(session_id)
         if not writable:
             log = PostgresLog(self, session_id, None)
-            log._ingest(self._lines(session_id, self.shared()), 0)
+            log.replay(self._lines(session_id, self.shared()))
             return log
         self.shared()
         writer = self.connect()
@@ -228,13 +221,13 @@ class PostgresStore:
                 (*me(), session_id),
             )
             log = PostgresLog(self, session_id, writer)
-            replayed = log._ingest(self._lines(session_id, writer), 0)
-        log._check_appends(replayed)
+            log.replay(self._lines(session_id, writer))
         return log
 
     def delete(self, session_id: str) -> None:
         """Remove the session's rows (its events go with it: ON DELETE CASCADE) under its
         writer lock, on a connection of its own, so no writer is cut off mid-turn."""
+        check_session_id(session_id)
         with self.connect() as conn, translated(self.raw_url, f"cannot delete {session_id}"):
             self._lock(session_id, conn)
             with conn.transaction():
@@ -246,6 +239,7 @@ class PostgresStore:
         from harness_core.log import check_title
 
         title = check_title(title)
+        check_session_id(session_id)
         with translated(self.raw_url, f"cannot rename {session_id}"):
             renamed = self.shared().execute(
                 "UPDATE harness_sessions SET name = %s WHERE id = %s", (title, session_id)
@@ -260,17 +254,19 @@ class PostgresStore:
 
         from ._log import LOCK
 
-        self._holder(session_id, rows_of(conn))
+        self._holder(session_id, conn)
         locked = conn.execute(LOCK, (session_id,)).fetchone()
         if not (locked and locked[0]):
             # The holder's row may be a moment behind its lock: read it again now.
-            host, pid = self._holder(session_id, rows_of(conn))
+            host, pid = self._holder(session_id, conn)
             raise SessionLocked(session_id, pid, host)
 
-    def _holder(self, session_id: str, rows: Rows) -> tuple[str | None, int | None]:
-        found = rows(
+    def _holder(
+        self, session_id: str, conn: psycopg.Connection[Any]
+    ) -> tuple[str | None, int | None]:
+        found = conn.execute(
             "SELECT writer_host, writer_pid FROM harness_sessions WHERE id = %s", (session_id,)
-        )
+        ).fetchall()
         if not found:
             raise SessionNotFound(f"no session {session_id!r} in {self.url}")
         host, pid = found[0]
@@ -279,10 +275,8 @@ class PostgresStore:
     # -- queries ---------------------------------------------------------------------------
 
     def list(self) -> list[SessionSummary]:
-        import json  # the listing's few values: the stdlib parser, no orjson import
-
         with translated(self.raw_url, "cannot list the sessions"):
-            rows = json.loads(self.query(_LIST, ())[0][0])
+            rows = self.query(_LIST, ())
         return [
             SessionSummary(
                 id=id,
@@ -291,7 +285,6 @@ class PostgresStore:
                 events=events,
                 title=title,
                 parent_session=parent,
-                path=None,  # a row, not a file
                 cwd=cwd,
             )
             for id, created, updated, events, title, parent, cwd in rows
@@ -299,10 +292,11 @@ class PostgresStore:
 
     def latest(self, session_id: str, types: Collection[str]) -> Event | None:
         """One index lookup a type ((session_id, type, seq)), never a scan of the session."""
+        check_session_id(session_id)
         with translated(self.raw_url, f"cannot read session {session_id}"):
             rows = self.query(_LATEST, (sorted(types), session_id))
             if not rows:
-                self._holder(session_id, self.query)  # SessionNotFound for an unknown id
+                self._holder(session_id, self.shared())  # SessionNotFound for an unknown id
                 return None
         return event_of(bytes(rows[0][0]))
 
@@ -311,9 +305,10 @@ class PostgresStore:
 
     def lines(self, session_id: str) -> Iterator[bytes]:
         """The envelope lines as they were written: the bytes a file would hold."""
+        check_session_id(session_id)
         conn = self.shared()
         with translated(self.raw_url, f"cannot read session {session_id}"):
-            self._holder(session_id, rows_of(conn))
+            self._holder(session_id, conn)
         return self._lines(session_id, conn)
 
     def _lines(self, session_id: str, conn: psycopg.Connection[Any]) -> Iterator[bytes]:
@@ -323,7 +318,7 @@ class PostgresStore:
             yield from block
         if not found:
             with translated(self.raw_url, f"cannot read session {session_id}"):
-                self._holder(session_id, rows_of(conn))  # SessionNotFound, or no rows yet
+                self._holder(session_id, conn)  # SessionNotFound, or no rows yet
 
     def blocks(
         self, session_id: str, conn: psycopg.Connection[Any] | None, *, after: int = -1
@@ -353,11 +348,6 @@ class PostgresStore:
 
         self.shared()  # the schema check and the channel
         return listen(self, notify)
-
-
-def rows_of(conn: psycopg.Connection[Any]) -> Rows:
-    """A psycopg connection's queries as `Rows`, the shape the libpq connection has."""
-    return lambda sql, params: conn.execute(sql, params).fetchall()
 
 
 def event_of(line: bytes) -> Event:

@@ -7,7 +7,7 @@ import os
 from argparse import ArgumentParser, Namespace
 from typing import TYPE_CHECKING, Final
 
-from harness_core.config import Config, ConfigError
+from harness_core.config import ConfigError
 from harness_core.hosts import Command, CommandContext, CommandError
 
 from ._naming import tool_name
@@ -32,7 +32,7 @@ def _run(args: Namespace, ctx: CommandContext) -> int:
     from ._start import start_servers
 
     try:
-        config = Config.load(ctx.home).plugin("mcp").parse(McpConfig)
+        config = ctx.config.plugin("mcp").parse(McpConfig)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
     servers = start_servers(config, os.environ)

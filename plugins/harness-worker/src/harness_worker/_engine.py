@@ -55,8 +55,10 @@ POLL_SECONDS: Final = 0.1
 def postgres_url(store: Store) -> str | None:
     """The PostgreSQL URL of the store (DBOS keeps its tables in the same database), or None
     for a store that is not a PostgreSQL one."""
-    raw = getattr(store, "raw_url", None)
-    if not isinstance(raw, str) or not raw.startswith(("postgresql://", "postgres://")):
+    from harness_store_postgres import database_url
+
+    raw = database_url(store)
+    if raw is None or not raw.startswith(("postgresql://", "postgres://")):
         return None
     return "postgresql://" + raw.split("://", 1)[1]
 

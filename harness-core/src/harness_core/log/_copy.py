@@ -1,9 +1,11 @@
-"""`harness store copy`: sessions from one store to another, as the very lines they hold.
+"""Copying sessions between any two stores (`harness store copy`), as the very lines they hold.
 
 A session is copied as its stored envelope lines, never re-encoded, so file -> Postgres ->
 file gives back byte-identical files. Each session is compared first: one the destination
 holds with the same lines is left alone, one it holds a prefix of is extended by the rest,
-and any other difference refuses the whole copy before anything is written.
+and any other difference refuses the whole copy before anything is written. Only `Store`
+methods are used (`lines`, `adopt`, `open` and `append_line`), so every store can be either
+side.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from harness_core.log import SessionNotFound, Store
+from ._session import LogWriteError
+from ._stores import SessionNotFound, Store
 
-__all__ = ["Plan", "apply", "plan"]
+__all__ = ["CopyStep", "Divergent", "apply_copy", "plan_copy"]
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class CopyStep:
+    """What copying one session does: copy it whole, extend it, or nothing (the same)."""
+
     session_id: str
     action: Literal["copy", "extend", "same"]
     lines: list[bytes]  # what to write: every line (copy), the missing ones (extend), none
@@ -29,7 +34,7 @@ class Divergent(Exception):
     """The destination holds the session with other events than the source's."""
 
 
-def plan(source: Store, destination: Store, ids: Sequence[str]) -> list[Plan]:
+def plan_copy(source: Store, destination: Store, ids: Sequence[str]) -> list[CopyStep]:
     """What copying `ids` would do, each session compared whole; Divergent names the first
     session the destination holds differently."""
     plans = []
@@ -38,12 +43,12 @@ def plan(source: Store, destination: Store, ids: Sequence[str]) -> list[Plan]:
         try:
             have = list(destination.lines(session_id))
         except SessionNotFound:
-            plans.append(Plan(session_id, "copy", lines, 0))
+            plans.append(CopyStep(session_id, "copy", lines, 0))
             continue
         if have == lines:
-            plans.append(Plan(session_id, "same", [], len(have)))
+            plans.append(CopyStep(session_id, "same", [], len(have)))
         elif len(have) < len(lines) and lines[: len(have)] == have:
-            plans.append(Plan(session_id, "extend", lines[len(have) :], len(have)))
+            plans.append(CopyStep(session_id, "extend", lines[len(have) :], len(have)))
         else:
             raise Divergent(
                 f"session {session_id} differs in {destination.url} from {source.url} "
@@ -53,11 +58,12 @@ def plan(source: Store, destination: Store, ids: Sequence[str]) -> list[Plan]:
     return plans
 
 
-def apply(destination: Store, step: Plan) -> None:
+def apply_copy(destination: Store, step: CopyStep) -> None:
+    """Write one step of `plan_copy` to `destination`; Divergent when it changed meanwhile."""
     if step.action == "copy":
         try:
             destination.adopt(step.session_id, step.lines)
-        except FileExistsError:
+        except (FileExistsError, LogWriteError):  # a file's name, a row's key: taken meanwhile
             raise Divergent(
                 f"session {step.session_id} appeared in {destination.url} while copying; not copied"
             ) from None
