@@ -125,7 +125,8 @@ async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
     runtime: Runtime, tmp_path: Path
 ) -> None:
     """A queued turn whose process died goes on from its log: the call it was running is
-    answered "interrupted", not run again, and the same turn ends with the model's answer."""
+    answered "interrupted", saying it may have run in part or in full, not run again, and
+    the same turn ends with the model's answer."""
     marker = tmp_path / "ran"
     call = {"name": "bash", "arguments": {"command": f"touch {marker}"}}
     script = ScriptedModel.from_document({"steps": [{"tool_calls": [call]}, {"text": "done"}]})
@@ -144,6 +145,7 @@ async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
     events = runtime.reader(log.session_id).events
     result = next(e for e in events if e.type == "tool/result")
     assert result.data["call_id"] == "call_1" and "interrupted" in result.data["text"]
+    assert "the call may have run in part or in full" in result.data["text"]
     assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
     assert script.remaining == 0  # the step the dead process played was skipped, not replayed
 

@@ -272,8 +272,11 @@ class SessionRuntime:
             self.running = False
 
     def _ready(self, spec: str | None, model: Model) -> Agent:
-        """The agent on the writer, playing `model` under the approval for `spec`."""
+        """The agent on the writer, playing `model` under the approval for `spec`; a
+        SetupError, before anything runs, when its working directory is a system place the
+        sandbox must not make writable."""
         agent = self.agent if self.agent is not None else self._take(model)
+        self.runtime.check_workspace(agent.cwd)
         agent.model = model
         agent.compaction = self.runtime.compaction(model)
         if self._approval is not None:

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 from dbos import DBOS
 from harness_core.log import SessionLocked
+from harness_core.runtime import SetupError
+from harness_core.tools.sandbox import workspace_problem
 
 from . import _tables
 from ._engine import WORKFLOW
@@ -140,6 +142,8 @@ class WorkerHost:
         self, job: dict[str, Any], workflow: str | None
     ) -> tuple[int, list[Event] | None]:
         """The turn's number, and its events when this process ran all of it."""
+        if job.get("cwd") and (problem := workspace_problem(job["cwd"])) is not None:
+            raise SetupError(problem)  # a row queued past `harness batch`'s checks
         session = await self._open(job)
         seen: list[Event] = []
         session.observe(lambda log, event: seen.append(event))
