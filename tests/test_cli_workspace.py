@@ -29,11 +29,10 @@ needs_root = pytest.mark.skipif(
     reason="a private mount namespace needs root and unshare(1)",
 )
 
-# Run as `unshare --mount --propagation private sh -c NAMESPACE`: the test's directory KEEP
-# (under the real /tmp) is opened first, then fresh tmpfs cover /tmp and /dev/shm, and KEEP
-# is bound back at its path from the open descriptor. RUN runs in WHERE; then the status,
-# then each canary still there.
-NAMESPACE = r"""
+# The start of a shell script run as `unshare --mount --propagation private sh -c ...`: the
+# test's directory KEEP (under the real /tmp) is opened first, then fresh tmpfs cover /tmp and
+# /dev/shm, KEEP is bound back at its path from the open descriptor, and canaries are laid.
+PRIVATE_TMP = r"""
 set -e
 exec 3< "$KEEP"
 mount -t tmpfs canary-tmp /tmp
@@ -45,6 +44,9 @@ mkdir /tmp/theirs
 echo /tmp/canary > /tmp/canary
 echo /tmp/theirs/canary > /tmp/theirs/canary
 echo /dev/shm/canary > /dev/shm/canary
+"""
+# RUN runs in WHERE; then its status, then each canary still there.
+NAMESPACE = f"""{PRIVATE_TMP}
 cd "$WHERE"
 set +e
 sh -c "$RUN" > "$KEEP/run.out" 2> "$KEEP/run.err" < "$KEEP/run.in"

@@ -148,7 +148,9 @@ class WorkerHost:
         seen: list[Event] = []
         session.observe(lambda log, event: seen.append(event))
         try:
-            assert session.log is not None  # held for the turn
+            assert session.log is not None and session.agent is not None  # held for the turn
+            # Before the turn's task group: its one line, not the group's.
+            self.runtime.check_workspace(session.agent.cwd)
             turn = _claim(session.log.next_turn)
             start = session.log.latest("turn/start")
             async with anyio.create_task_group() as group:
