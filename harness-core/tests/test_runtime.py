@@ -201,3 +201,25 @@ async def test_observers_see_every_event_and_chunk(runtime: Runtime) -> None:
     assert seen == ["turn/start", "message/user", "message/assistant", "turn/end"]
     assert "".join(chunks) == "hello world"
     await session.aclose()
+
+
+async def test_a_turn_in_a_system_place_is_refused_before_it_runs(runtime: Runtime) -> None:
+    """With the sandbox on, a session made in /tmp (with it off) is refused every turn, run
+    or submitted (a web request gets the line, not a task failing later), and a new session
+    there is not made; nothing runs (the model only answers in text, so nothing could)."""
+    from harness_core.runtime import SetupError
+    from harness_core.tools import sandbox
+
+    log = runtime.store.create(cwd="/tmp")
+    log.close()
+    sandbox.install(sandbox.Sandbox("workspace"))
+    session = runtime.open(log.session_id, ScriptedModel([{"text": "ran"}]), hold=False)
+    with pytest.raises(SetupError, match="the working directory /tmp cannot be the sandbox's"):
+        session.submit("go")
+    with pytest.raises(SetupError, match="it is /tmp"):
+        await session.run("go")
+    with pytest.raises(SetupError, match="it is the whole file system"):
+        runtime.create("/")
+    assert prompts(session) == []
+    assert [s.id for s in runtime.store.list()] == [log.session_id]
+    await session.aclose()

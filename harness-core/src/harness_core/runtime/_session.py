@@ -137,12 +137,20 @@ class SessionRuntime:
 
         The writer is taken here when the session was idle, so a session another process
         writes is refused at once (SessionLocked), before anything is queued; the model for
-        `spec` must be ready (`await model_for(spec)`), so only the turn itself can fail.
+        `spec` must be ready (`await model_for(spec)`), so only the turn itself can fail. A
+        session working in a system place is refused here too (SetupError), not in the task.
         """
         model = self._models[spec or self.default_spec]
         busy = self.busy
         if not busy and self.log is None:
             self._take(model)
+        assert self.agent is not None  # taken above, or held since the last turn
+        try:
+            self.runtime.check_workspace(self.agent.cwd)
+        except Exception:
+            if not self._hold and not busy:
+                self._let_go()
+            raise
         if busy:
             answer = {"queued": len(self.queued) + 1}
         else:
