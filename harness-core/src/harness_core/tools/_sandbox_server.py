@@ -4,13 +4,12 @@ harness runs this file as `bwrap --as-pid-1 ... python -I -S - FD BEATS LAPSE MA
 source on stdin (standard library only, no import of harness, nothing read from the file
 system), so this process is PID 1 of the sandbox's PID namespace. FD is a stream socket to
 harness; BEATS the read end of a pipe harness writes a byte to every second or so while it
-answers. For each
-call harness sends b"c" carrying the write end of the call's output pipe, then the request (a
-4-byte length, then JSON `{"argv", "cwd", "env"}`); anything it sends later (or closing the
-socket) kills the call. The server starts the command, waits for it, then kills and reaps every
-other process in the namespace, empties /tmp and /dev/shm, and only then answers with the exit
-status (4 bytes): each call starts in an empty sandbox, as if bubblewrap had been started for
-it alone.
+answers. For each call harness sends b"c" carrying the write end of the call's output pipe,
+then the request (a 4-byte length, then JSON `{"argv", "cwd", "env"}`); anything it sends
+later (or closing the socket) kills the call. The server starts the command, waits for it,
+then kills and reaps every other process in the namespace, empties /tmp and /dev/shm, and
+only then answers with the exit status (4 bytes): each call starts in an empty sandbox, as
+if bubblewrap had been started for it alone.
 
 Emptying deletes files, so it touches only the sandbox's own tmpfs mounts: bubblewrap makes
 the directory `MARK_PREFIX + MARK` in each right after mounting it, the server takes each

@@ -8,11 +8,15 @@ unless `sandbox_network = true`, its own network namespace with nothing but a do
 Starting bubblewrap costs more than the command it runs, so it is started once per session, not
 per call: the session's first call starts a bubblewrap whose PID 1 is a small server
 (`_sandbox_server`), and every later call runs in it. The server starts each command, and when
-it exits kills everything else in the sandbox and empties /tmp and /dev/shm before it answers,
-so each call still begins in an empty sandbox. Calls that run at the same time get one sandbox
-each. The sandboxes end with their session (its agent object), with `install` of another
-sandbox, and with harness; a call whose sandbox dies under it is an error, and the next call
-starts a new one.
+it exits kills everything else in the sandbox and empties /tmp and /dev/shm (its own tmpfs
+mounts, never what covers them) before it answers, so each call still begins in an empty
+sandbox. Calls that run at the same time get one sandbox each. The sandboxes end with their
+session (its agent object), with `install` of another sandbox, with harness, and when harness
+stops answering for the sandbox's lapse (`_Heartbeat`); a call whose sandbox dies under it is
+an error, and the next call starts a new one.
+
+The workspace is never a system place (`workspace_problem`: /, what is or holds /tmp, ...):
+hosts refuse one before anything runs, and `start` refuses it too.
 
 The host resolves the mode once (`resolve`: the flag, else HARNESS_SANDBOX / config `sandbox`,
 else `workspace` where bubblewrap works) and installs it; the bash tool, in every agent and
