@@ -26,6 +26,7 @@ from test_cli_support import (
     todo_call,
     write_script,
 )
+from test_cli_workspace import CANARIES, PRIVATE_TMP, needs_bwrap, needs_root
 
 
 @pytest.fixture
@@ -486,3 +487,97 @@ def test_a_database_that_does_not_answer_is_one_line_without_the_password(
         "Connection refused"
     ]
     assert "n0t-the-password" not in failed.stdout + failed.stderr
+
+
+# -- the workspace is never a system place; a stopped worker's sandbox ends -------------------
+
+
+def test_batch_refuses_a_task_cwd_in_a_system_place(url: str, tmp_path: Path) -> None:
+    """A task whose cwd is /tmp is refused at validation, in one line: nothing is queued."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"prompt": "clean up", "cwd": "/tmp"}\n')
+    ran = run_cli("batch", str(tasks), "--store", url)
+    assert ran.returncode == 1
+    assert ran.stderr.strip() == (
+        f"harness: error: {tasks} line 1: the working directory /tmp cannot be the sandbox's "
+        "workspace: it is /tmp, where other programs keep their files; start harness in a "
+        "directory of the project (mktemp -d makes a scratch one)"
+    )
+    listed = run_cli("sessions", "--json", "--store", url)
+    assert json.loads(listed.stdout) == []
+
+
+def private_tmp_harness(tmp_path: Path) -> str:
+    """A `harness` that runs in a mount namespace of its own whose /tmp and /dev/shm are
+    fresh tmpfs holding canaries (read from outside through /proc/PID/root)."""
+    wrapper = tmp_path / "harness-in-private-tmp"
+    setup = PRIVATE_TMP.replace("$KEEP", str(tmp_path))
+    body = f'{setup}\nexec {HARNESS} "$@"\n'
+    wrapper.write_text(
+        f"#!/bin/sh\nexec unshare --mount --propagation private sh -c '{body}' sh \"$@\"\n"
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def canaries_of(worker: Worker) -> list[str]:
+    root = Path(f"/proc/{worker.process.pid}/root")
+    return [c for c in CANARIES if (root / c.lstrip("/")).exists()]
+
+
+@needs_root
+@needs_bwrap
+def test_a_turn_submitted_from_tmp_runs_nothing_on_a_sandboxed_worker(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """`harness submit` from /tmp once emptied /tmp on the worker: its turn now ends as an
+    error with the one line, and the worker's /tmp keeps every file."""
+    model = write_script(
+        tmp_path / "s.json", [{"tool_calls": [bash_call("echo ran")]}, {"text": "Done."}]
+    )
+    harness = private_tmp_harness(tmp_path)
+    worker = Worker(url, "w", tmp_path, "--sandbox", "workspace", harness=harness)
+    workers.append(worker)
+    assert canaries_of(worker) == CANARIES
+    ran = run_cli("submit", "--store", url, "--model", model, "--wait", "go", cwd=Path("/tmp"))
+    assert ran.returncode == 1
+    assert "the working directory /tmp cannot be the sandbox's workspace" in ran.stdout + ran.stderr
+    assert canaries_of(worker) == CANARIES
+    assert "ran" not in ran.stdout
+
+
+@needs_bwrap
+def test_a_stopped_workers_command_ends_before_a_peer_takes_its_turn(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """SIGSTOP a worker during `sleep 12; echo END > marker`: its sandbox ends itself within
+    half the lapse, a peer takes the turn after it, and the marker is never written; the
+    model reads that the call may have run in part or in full."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    marker = workspace / "marker"
+    slow = bash_call(f"touch started; sleep 12; echo END > {marker}")
+    model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Went on."}])
+    lapse = {"HARNESS_WORKER_LAPSE": "5"}
+    frozen = Worker(url, "frozen", tmp_path, "--sandbox", "workspace", env=lapse)
+    workers.append(frozen)
+    queued = run_cli("submit", "--store", url, "--model", model, "work", cwd=workspace)
+    session = queued.stdout.split()[0]
+    deadline = time.monotonic() + 60
+    while not (workspace / "started").exists():
+        assert time.monotonic() < deadline, "the slow call never started"
+        time.sleep(0.1)
+    frozen.process.send_signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    peer = Worker(url, "peer", tmp_path, "--sandbox", "workspace", env=lapse)
+    workers.append(peer)
+    peer.expect("worker frozen is gone: 1 of its turns go back to the queue", timeout=60)
+    deadline = time.monotonic() + 60
+    while events(url, session)[-1]["type"] != "turn/end":
+        assert time.monotonic() < deadline, "the turn never went on"
+        time.sleep(0.2)
+    time.sleep(max(0.0, stopped + 15 - time.monotonic()))  # past the END the call would write
+    assert not marker.exists()
+    [result] = [e for e in events(url, session) if e["type"] == "tool/result"]
+    assert "the call may have run in part or in full" in result["data"]["text"]
+    frozen.process.send_signal(signal.SIGCONT)

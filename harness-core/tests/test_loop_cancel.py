@@ -13,7 +13,7 @@ import pytest
 from harness_core import builtins
 from harness_core.config import Config
 from harness_core.log import INTERRUPTED_TEXT, Event, SessionLog, SessionStore, derive_messages
-from harness_core.loop import CRASHED_TURN, Agent, TurnOutcome
+from harness_core.loop import CRASHED_TURN, STOPPED_CALL_TEXT, Agent, TurnOutcome
 from harness_core.models import (
     DeltaSink,
     ModelBase,
@@ -316,7 +316,8 @@ async def test_a_crashed_turn_is_repaired_before_the_next_request(
             ],
         },
         {"role": "tool", "tool_call_id": "a", "content": "a"},
-        {"role": "tool", "tool_call_id": "b", "content": INTERRUPTED_TEXT, "is_error": True},
+        # Its process stopped mid-call: nothing says how far "echo b" got.
+        {"role": "tool", "tool_call_id": "b", "content": STOPPED_CALL_TEXT, "is_error": True},
         {"role": "user", "content": "Where were we?"},
     ]
     assert [(e.type, e.turn) for e in log.events[5:8]] == [
@@ -402,7 +403,12 @@ async def test_a_process_killed_mid_tool_leaves_a_session_that_resumes(
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": "call_2_1", "content": INTERRUPTED_TEXT, "is_error": True},
+        {
+            "role": "tool",
+            "tool_call_id": "call_2_1",
+            "content": STOPPED_CALL_TEXT,
+            "is_error": True,
+        },
         {"role": "user", "content": "Continue."},
     ]
     assert turn_ends(log.events) == [

@@ -127,7 +127,8 @@ async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
     runtime: Runtime, tmp_path: Path
 ) -> None:
     """A queued turn whose process died goes on from its log: the call it was running is
-    answered "interrupted", not run again, and the same turn ends with the model's answer."""
+    answered "interrupted", saying it may have run in part or in full, not run again, and
+    the same turn ends with the model's answer."""
     marker = tmp_path / "ran"
     call = {"name": "bash", "arguments": {"command": f"touch {marker}"}}
     script = ScriptedModel.from_document({"steps": [{"tool_calls": [call]}, {"text": "done"}]})
@@ -146,6 +147,7 @@ async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
     events = runtime.reader(log.session_id).events
     result = next(e for e in events if e.type == "tool/result")
     assert result.data["call_id"] == "call_1" and "interrupted" in result.data["text"]
+    assert "the call may have run in part or in full" in result.data["text"]
     assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
     assert script.remaining == 0  # the step the dead process played was skipped, not replayed
 
@@ -200,4 +202,26 @@ async def test_observers_see_every_event_and_chunk(runtime: Runtime) -> None:
     await session.run("hi")
     assert seen == ["turn/start", "message/user", "message/assistant", "turn/end"]
     assert "".join(chunks) == "hello world"
+    await session.aclose()
+
+
+async def test_a_turn_in_a_system_place_is_refused_before_it_runs(runtime: Runtime) -> None:
+    """With the sandbox on, a session made in /tmp (with it off) is refused every turn, run
+    or submitted (a web request gets the line, not a task failing later), and a new session
+    there is not made; nothing runs (the model only answers in text, so nothing could)."""
+    from harness_core.runtime import SetupError
+    from harness_core.tools import sandbox
+
+    log = runtime.store.create(cwd="/tmp")
+    log.close()
+    sandbox.install(sandbox.Sandbox("workspace"))
+    session = runtime.open(log.session_id, ScriptedModel([{"text": "ran"}]), hold=False)
+    with pytest.raises(SetupError, match="the working directory /tmp cannot be the sandbox's"):
+        session.submit("go")
+    with pytest.raises(SetupError, match="it is /tmp"):
+        await session.run("go")
+    with pytest.raises(SetupError, match="it is the whole file system"):
+        runtime.create("/")
+    assert prompts(session) == []
+    assert [s.id for s in runtime.store.list()] == [log.session_id]
     await session.aclose()

@@ -21,7 +21,7 @@ from harness_core.log import SessionStore
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
-from harness_core.tools import ExecContext, ToolResult
+from harness_core.tools import ExecContext, ToolRegistry, ToolResult
 from harness_core.tools import sandbox as sandbox_module
 from harness_core.tools.bash import BashArgs, BashTool
 from harness_core.tools.sandbox import (
@@ -31,6 +31,7 @@ from harness_core.tools.sandbox import (
     describe_limits,
     probe,
     resolve,
+    workspace_problem,
 )
 from process_helpers import poll, running
 
@@ -631,3 +632,112 @@ def test_harness_installed_under_tmp_still_sandboxes(tmp_path: Path, harness_hom
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "✓ $ echo inside  exit 0" in run.stdout
+
+
+# -- the owner stops answering: its sandbox ends within the lapse -----------------------------
+
+
+def _owner(workspace: Path, lapse: float, command: str) -> subprocess.Popen[str]:
+    """A harness-like process (the owner) running `command` with the bash tool in a sandbox
+    whose lapse is `lapse`; it prints the call's result when the call ends."""
+    script = (
+        "import anyio\n"
+        "from harness_core.tools import ExecContext, sandbox\n"
+        "from harness_core.tools.bash import BashArgs, BashTool\n"
+        f"sandbox.install(sandbox.Sandbox('workspace', lapse={lapse!r}))\n"
+        f"command = BashArgs(command={command!r})\n"
+        "print(anyio.run(BashTool().execute, command, ExecContext()).text, flush=True)\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script], cwd=workspace, stdout=subprocess.PIPE, text=True
+    )
+
+
+@needs_bwrap
+def test_a_stopped_owners_sandbox_ends_within_its_lapse(workspace: Path) -> None:
+    """The owner SIGSTOPped mid-call (a frozen worker): its command, which would write END
+    3 s later, is ended by the sandbox itself within the 1 s lapse; woken, the owner reads
+    that its sandbox ended because it did not answer."""
+    owner = _owner(workspace, 1.0, "touch started; sleep 3; echo END > marker")
+    try:
+        anyio.run(poll, lambda: (workspace / "started").exists())
+        owner.send_signal(signal.SIGSTOP)
+        anyio.run(poll, lambda: sandboxes_of(workspace) == [])  # within the lapse, not the 3 s
+        anyio.run(anyio.sleep, 4)  # past the moment the command would have written END
+        assert not (workspace / "marker").exists()
+        owner.send_signal(signal.SIGCONT)
+        out, _ = owner.communicate(timeout=30)
+    finally:
+        owner.kill()
+        owner.wait()
+    assert "harness did not answer for 1 s (stopped or frozen)" in out
+    assert "the call was lost" in out
+
+
+@needs_bwrap
+def test_an_owner_that_answers_keeps_its_sandbox_past_the_lapse(workspace: Path) -> None:
+    """A call far longer than the lapse runs to its end while the owner is alive (busy or
+    not, its heartbeat goes on)."""
+    owner = _owner(workspace, 0.5, "sleep 2; echo END > marker; echo done")
+    out, _ = owner.communicate(timeout=60)
+    assert out == "done\n[exit code 0]\n"
+    assert (workspace / "marker").read_text() == "END\n"
+
+
+# -- the workspace is never a system place ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("/", "it is the whole file system"),
+        ("/tmp", "it is /tmp"),
+        ("/tmp/", "it is /tmp"),
+        ("/var/tmp", "it is /var/tmp"),
+        ("/var", "it holds /var/tmp"),
+        ("/dev/shm", "it is /dev/shm"),
+        ("/dev", "it holds /dev/shm"),
+        ("/run", "it is /run"),
+        ("/var/run", "it is /run"),  # a link to /run
+        ("/proc/sys/kernel", "it lies in /proc"),
+        ("/sys/fs", "it lies in /sys"),
+        ("/etc", "it lies in /etc"),
+        ("/boot", "it lies in /boot"),
+    ],
+)
+def test_a_system_place_is_refused_in_one_line(path: str, why: str) -> None:
+    problem = workspace_problem(path)
+    assert problem is not None and "\n" not in problem
+    assert problem.startswith(f"the working directory {path}")
+    assert why in problem
+
+
+def test_a_link_to_a_system_place_is_that_place(tmp_path: Path) -> None:
+    (tmp_path / "scratch").symlink_to("/tmp")
+    problem = workspace_problem(str(tmp_path / "scratch"))
+    assert problem is not None and f"{tmp_path}/scratch (that is /tmp)" in problem
+
+
+@pytest.mark.parametrize("path", ["/tmp/project", "/var/tmp/x", "/run/user/0/x", "/home/me"])
+def test_a_directory_of_its_own_is_a_workspace(path: str) -> None:
+    """Under /tmp and the runtime directories is fine: the workspace is bound on top of the
+    sandbox's private /tmp, never over it."""
+    assert workspace_problem(path) is None
+
+
+@needs_bwrap
+def test_the_sandbox_itself_refuses_a_system_place(tmp_path: Path) -> None:
+    """A host that skipped the check still cannot start a command there: the call is an
+    error naming the directory, and nothing runs."""
+    context = ExecContext(agent=None, call_id="call_1")
+    tools = ToolRegistry()
+    tools.register(BashTool(), provider="builtins")
+    sandbox_module.install(Sandbox("workspace"))
+    cwd = os.getcwd()
+    try:
+        os.chdir("/")
+        result = anyio.run(tools.execute, "bash", '{"command": "echo ran"}', context)
+    finally:
+        os.chdir(cwd)
+    assert result.is_error and "ran\n" not in result.text
+    assert "the working directory / cannot be the sandbox's workspace" in result.text

@@ -27,6 +27,7 @@ def serve(args: Namespace) -> int:
 
     app = App()
     app.use_sandbox(args.sandbox)
+    app.check_workspace(os.getcwd())  # where the page's new sessions run their tools
     default = args.model or app.settings.model
     web = WebRuntime(
         runtime=app,

@@ -1,6 +1,13 @@
 """The agent loop: `Agent.run_turn`, approval, compaction and the default system prompt."""
 
-from ._agent import CANCELLED_TEXT, CRASHED_TURN, DEFAULT_MAX_STEPS, Agent, TurnOutcome
+from ._agent import (
+    CANCELLED_TEXT,
+    CRASHED_TURN,
+    DEFAULT_MAX_STEPS,
+    STOPPED_CALL_TEXT,
+    Agent,
+    TurnOutcome,
+)
 from ._approval import (
     POLICIES,
     Answer,
@@ -23,6 +30,7 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "DEFAULT_SYSTEM_PROMPT",
     "POLICIES",
+    "STOPPED_CALL_TEXT",
     "SUMMARY_PROMPT",
     "Agent",
     "Answer",

@@ -61,13 +61,28 @@ if TYPE_CHECKING:
 
     from ..log import Event, Store
 
-__all__ = ["CANCELLED_TEXT", "CRASHED_TURN", "DEFAULT_MAX_STEPS", "Agent", "TurnOutcome"]
+__all__ = [
+    "CANCELLED_TEXT",
+    "CRASHED_TURN",
+    "DEFAULT_MAX_STEPS",
+    "STOPPED_CALL_TEXT",
+    "Agent",
+    "TurnOutcome",
+]
 
 logger = logging.getLogger("harness.loop")
 
 DEFAULT_MAX_STEPS: Final = 50
 CANCELLED_TEXT: Final = "cancelled"
 CRASHED_TURN: Final = "the process running this turn stopped before the turn ended"
+# The answer to a call whose process stopped (died, or froze and was taken for dead): unlike
+# a cancelled call, nothing is known of how far it got, and the model must not assume it
+# did nothing.
+STOPPED_CALL_TEXT: Final = (
+    "Error: the tool call was interrupted: the process running it stopped before it returned "
+    "a result, so the call may have run in part or in full; check what it did before running "
+    "it again."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +222,9 @@ class Agent:
         """Go on with the turn a crashed process left open, from where its log stops; None
         when no turn is open.
 
-        Its unanswered calls are answered "interrupted" (never run again behind the log's
-        back: the model sees that they were cut off and decides), then the turn's steps go on
+        Its unanswered calls are answered "interrupted" with STOPPED_CALL_TEXT (never run
+        again behind the log's back: the model reads that they may have run in part or in
+        full, and decides), then the turn's steps go on
         as if it had never stopped, counting those it took. A host that runs queued turns
         (harness-worker) does this when the process that ran a turn died; every other host
         closes such a turn instead (`repair`).
@@ -302,6 +318,7 @@ class Agent:
             self.turn, self._turn_seq = boundary.turn, boundary.seq
             self._steps = 0
             try:
+                self._answer_open_calls({}, STOPPED_CALL_TEXT)
                 self._end_turn("error", CRASHED_TURN)
             finally:
                 self.turn = None
@@ -369,7 +386,7 @@ class Agent:
         skip = getattr(self.model, "skip", None)
         if callable(skip):
             skip(self._steps)
-        self._answer_open_calls({})
+        self._answer_open_calls({}, STOPPED_CALL_TEXT)
         await self._commit()
 
     async def _open_turn(self, prompt: str) -> None:
@@ -635,8 +652,10 @@ class Agent:
                 ),
             )
 
-    def _answer_open_calls(self, finished: dict[str, ToolResult]) -> None:
-        """Give every call of the latest assistant message a result: its own, or interrupted.
+    def _answer_open_calls(
+        self, finished: dict[str, ToolResult], unfinished: str = INTERRUPTED_TEXT
+    ) -> None:
+        """Give every call of the latest assistant message a result: its own, or `unfinished`.
 
         Only when that message is in this turn: in a damaged log (a turn/end lost, so a turn
         opens after an earlier one's calls), a result here would answer a call of another
@@ -645,5 +664,5 @@ class Agent:
         if self.session.projection.pending_seq < self._turn_seq:
             return
         for call_id, tool_name in self.session.projection.pending_calls.items():
-            result = finished.pop(call_id, None) or ToolResult(INTERRUPTED_TEXT, is_error=True)
+            result = finished.pop(call_id, None) or ToolResult(unfinished, is_error=True)
             self._append_result(call_id, tool_name, result)

@@ -208,6 +208,7 @@ class Runtime(ConfiguredHome):
             "the working directory's name",
             "run harness from a directory whose path is valid UTF-8",
         )
+        self.check_workspace(cwd)
         system_prompt = self.system_prompt()
         if system_prompt is not None:
             utf8_text(system_prompt, "system_prompt (or HARNESS_SYSTEM_PROMPT)", "fix it")
@@ -219,15 +220,21 @@ class Runtime(ConfiguredHome):
 
     # -- the sandbox -----------------------------------------------------------------------
 
-    def use_sandbox(self, flag: str | None) -> str:
+    def use_sandbox(self, flag: str | None, lapse: float | None = None) -> str:
         """Install the sandbox bash runs in (--sandbox, else HARNESS_SANDBOX / config
         `sandbox`, else `workspace` where bubblewrap works) and return its mode. A fallback
-        to `off` is one warning line; an explicit `workspace` that cannot run is an error."""
+        to `off` is one warning line; an explicit `workspace` that cannot run is an error.
+        `lapse`: seconds the sandbox outlives this process once it stops answering (a
+        worker's, shorter than the lapse after which its peers take its turns)."""
         from ..tools import sandbox
 
         try:
             chosen, warning = sandbox.resolve(
-                flag, self.settings.sandbox, self.settings.sandbox_network, self.sandbox_limits()
+                flag,
+                self.settings.sandbox,
+                self.settings.sandbox_network,
+                self.sandbox_limits(),
+                lapse or sandbox.DEFAULT_LAPSE,
             )
         except sandbox.SandboxUnavailable as exc:
             raise SetupError(str(exc)) from None
@@ -235,6 +242,19 @@ class Runtime(ConfiguredHome):
             logging.getLogger("harness.sandbox").warning("%s", warning)
         sandbox.install(chosen)
         return chosen.mode
+
+    def check_workspace(self, cwd: str | None) -> None:
+        """SetupError when the installed sandbox would make `cwd` (None: the working
+        directory, where bash runs for a session that names none) writable and it is a
+        system place: / or what holds /tmp, /proc/sys/kernel, ... (`workspace_problem`).
+        Checked before a session is made and before each turn, so nothing runs there."""
+        from ..tools import sandbox
+
+        if sandbox.current().mode == "off":
+            return
+        problem = sandbox.workspace_problem(cwd or os.getcwd())
+        if problem is not None:
+            raise SetupError(problem)
 
     def sandbox_limits(self) -> Limits:
         """The sandbox's caps: each setting where set, else its default."""

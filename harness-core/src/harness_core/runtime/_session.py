@@ -147,17 +147,21 @@ class SessionRuntime:
         The writer is taken here when the session was idle (off the event loop), so a
         session another process writes is refused (SessionLocked) before anything is
         queued; the model for `spec` must be ready (`await model_for(spec)`), so only the
-        turn itself can fail.
+        turn itself can fail. A session working in a system place is refused here too
+        (SetupError), not in the task.
         """
         model = self._models[spec or self.default_spec]
         busy = self.busy
         queued = self._enqueue(prompt, spec)  # busy from here: a submit meanwhile queues
+        try:
+            agent = await self._agent(model)
+            self.runtime.check_workspace(agent.cwd)
+        except BaseException:
+            self._waiting.remove(queued)
+            if not self._hold and not self.busy:
+                await self._let_go()
+            raise
         if not busy:
-            try:
-                agent = await self._agent(model)
-            except BaseException:
-                self._waiting.remove(queued)
-                raise
             answer = {"turn": agent.session.next_turn}
         else:
             answer = {"queued": len(self.queued)}
@@ -284,8 +288,11 @@ class SessionRuntime:
             self.running = False
 
     async def _ready(self, spec: str | None, model: Model) -> Agent:
-        """The agent on the writer, playing `model` under the approval for `spec`."""
+        """The agent on the writer, playing `model` under the approval for `spec`; a
+        SetupError, before anything runs, when its working directory is a system place the
+        sandbox must not make writable."""
         agent = await self._agent(model)
+        self.runtime.check_workspace(agent.cwd)
         agent.model = model
         agent.compaction = self.runtime.compaction(model)
         if self._approval is not None:

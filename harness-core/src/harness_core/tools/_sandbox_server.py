@@ -1,14 +1,25 @@
 """The long-lived inside of a workspace sandbox: one bubblewrap that runs call after call.
 
-harness runs this file as `bwrap --as-pid-1 ... python -I -S - FD`, its source on stdin
-(standard library only, no import of harness, nothing read from the file system), so this
-process is PID 1 of the sandbox's PID namespace. FD is a stream socket to harness. For each
-call harness sends b"c" carrying the write end of the call's output pipe, then the request (a
-4-byte length, then JSON `{"argv", "cwd", "env"}`); anything it sends later (or closing the
-socket) kills the call. The server starts the command, waits for it, then kills and reaps every
-other process in the namespace, empties /tmp and /dev/shm, and only then answers with the exit
-status (4 bytes): each call starts in an empty sandbox, as if bubblewrap had been started for
-it alone.
+harness runs this file as `bwrap --as-pid-1 ... python -I -S - FD BEATS LAPSE MARK`, its
+source on stdin (standard library only, no import of harness, nothing read from the file
+system), so this process is PID 1 of the sandbox's PID namespace. FD is a stream socket to
+harness; BEATS the read end of a pipe harness writes a byte to every second or so while it
+answers. For each call harness sends b"c" carrying the write end of the call's output pipe,
+then the request (a 4-byte length, then JSON `{"argv", "cwd", "env"}`); anything it sends
+later (or closing the socket) kills the call. The server starts the command, waits for it,
+then kills and reaps every other process in the namespace, empties /tmp and /dev/shm, and
+only then answers with the exit status (4 bytes): each call starts in an empty sandbox, as
+if bubblewrap had been started for it alone.
+
+Emptying deletes files, so it touches only the sandbox's own tmpfs mounts: bubblewrap makes
+the directory `MARK_PREFIX + MARK` in each right after mounting it, the server takes each
+tmpfs's device from that directory (whatever may be mounted over the place since) and
+deletes nothing on any other device. No mark, no server: it would rather not run than
+guess.
+
+A watchdog thread ends the sandbox when harness stops answering: LAPSE seconds without a
+byte on BEATS (harness stopped or frozen), or the pipe closed (harness gone), and the server
+exits; as PID 1 it takes every process of the sandbox with it.
 
 Being PID 1 protects the server: the kernel drops the signals a command sends it (SIGKILL and
 SIGSTOP included), and it is not dumpable, so a command (with no capabilities: bubblewrap drops
@@ -28,11 +39,14 @@ import socket
 import stat
 import struct
 import sys
+import threading
 
 PR_SET_DUMPABLE = 4
 LENGTH = struct.Struct("!I")
 STATUS = struct.Struct("!i")
 SCRATCH = ("/tmp", "/dev/shm")  # the writable places a call may leave things in
+MARK_PREFIX = ".harness-sandbox-"
+EXIT_LAPSED = 3
 
 
 def exit_code(status: int) -> int:
@@ -153,8 +167,37 @@ def _empty(directory: str, device: int) -> None:
                 continue  # a directory holding the workspace's mount point stays
 
 
-def serve(channel: socket.socket) -> None:
-    scratch = [(path, os.stat(path).st_dev) for path in SCRATCH]
+def own_scratch(mark: str) -> list[tuple[str, int]]:
+    """Each scratch place with the device of the tmpfs bubblewrap mounted there for this
+    sandbox, read from the mark it made in it (then removed: commands never see it)."""
+    found = []
+    for path in SCRATCH:
+        marked = os.path.join(path, MARK_PREFIX + mark)
+        try:
+            info = os.stat(marked, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise OSError(f"{path} is not the sandbox's own (something covers it): not serving")
+        os.rmdir(marked)
+        found.append((path, info.st_dev))
+    return found
+
+
+def watch(beats: int, lapse: float) -> None:
+    """End the sandbox (this process, PID 1, and so every process in it) once harness has
+    been silent for `lapse` seconds, or is gone."""
+    while True:
+        ready, _, _ = select.select([beats], [], [], lapse)
+        if not ready:
+            why = f"harness did not answer for {lapse:g} s (stopped or frozen)"
+            os.write(2, f"sandbox server: {why}: every process in the sandbox ended\n".encode())
+            os._exit(EXIT_LAPSED)
+        if not os.read(beats, 4096):
+            os._exit(0)  # harness is gone: --die-with-parent ends bubblewrap too
+
+
+def serve(channel: socket.socket, scratch: list[tuple[str, int]]) -> None:
     while True:
         call = _receive_call(channel)
         if call is None:
@@ -171,11 +214,14 @@ def serve(channel: socket.socket) -> None:
 def main() -> None:
     channel = socket.socket(fileno=int(sys.argv[1]))
     channel.set_inheritable(False)
+    beats, lapse, mark = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    os.set_inheritable(beats, False)  # a command neither reads nor holds it
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.exit(f"sandbox server: prctl: {os.strerror(ctypes.get_errno())}")
+    threading.Thread(target=watch, args=(beats, lapse), daemon=True).start()
     try:
-        serve(channel)
+        serve(channel, own_scratch(mark))
     except (OSError, EOFError, ValueError) as exc:
         sys.exit(f"sandbox server: {exc}")  # harness names this line when the call fails
 

@@ -8,11 +8,15 @@ unless `sandbox_network = true`, its own network namespace with nothing but a do
 Starting bubblewrap costs more than the command it runs, so it is started once per session, not
 per call: the session's first call starts a bubblewrap whose PID 1 is a small server
 (`_sandbox_server`), and every later call runs in it. The server starts each command, and when
-it exits kills everything else in the sandbox and empties /tmp and /dev/shm before it answers,
-so each call still begins in an empty sandbox. Calls that run at the same time get one sandbox
-each. The sandboxes end with their session (its agent object), with `install` of another
-sandbox, and with harness; a call whose sandbox dies under it is an error, and the next call
-starts a new one.
+it exits kills everything else in the sandbox and empties /tmp and /dev/shm (its own tmpfs
+mounts, never what covers them) before it answers, so each call still begins in an empty
+sandbox. Calls that run at the same time get one sandbox each. The sandboxes end with their
+session (its agent object), with `install` of another sandbox, with harness, and when harness
+stops answering for the sandbox's lapse (`_Heartbeat`); a call whose sandbox dies under it is
+an error, and the next call starts a new one.
+
+The workspace is never a system place (`workspace_problem`: /, what is or holds /tmp, ...):
+hosts refuse one before anything runs, and `start` refuses it too.
 
 The host resolves the mode once (`resolve`: the flag, else HARNESS_SANDBOX / config `sandbox`,
 else `workspace` where bubblewrap works) and installs it; the bash tool, in every agent and
@@ -27,6 +31,7 @@ import contextlib
 import functools
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -47,27 +52,36 @@ from . import _sandbox_server
 from ._limits import DEFAULT_LIMITS, Cgroup, Limits, cgroup_for, describe, tmpfs_sizes
 
 __all__ = [
+    "DEFAULT_LAPSE",
     "MODES",
     "Command",
     "Limits",
     "Sandbox",
     "SandboxCrashed",
     "SandboxUnavailable",
+    "WorkspaceRefused",
     "current",
     "describe_limits",
     "install",
     "probe",
     "resolve",
+    "workspace_problem",
 ]
 
 Mode = Literal["workspace", "off"]
 MODES: Final = ("workspace", "off")
 PROBE_TIMEOUT: Final = 10.0
 CHUNK: Final = 65536
+DEFAULT_LAPSE: Final = 30.0
+BEAT_SECONDS: Final = 1.0  # how often harness tells its sandboxes it still answers, at most
 
 
 class SandboxUnavailable(Exception):
     """`--sandbox workspace` was asked for where bubblewrap cannot run."""
+
+
+class WorkspaceRefused(Exception):
+    """The working directory is a system place: no sandbox makes it writable."""
 
 
 class SandboxCrashed(Exception):
@@ -99,39 +113,53 @@ class Sandbox:
     mode: Mode = "off"
     network: bool = False
     limits: Limits = DEFAULT_LIMITS
+    # Seconds a sandbox outlives an owner that stopped answering (a stopped or frozen
+    # process): its server then ends every process in it.
+    lapse: float = DEFAULT_LAPSE
 
-    def wrap(self, argv: list[str], cwd: str, keep: Sequence[str] = ()) -> list[str]:
-        """`argv` as run in this sandbox with `cwd` writable (unchanged when off), and the
-        directories `keep` visible read-only even under the private /tmp."""
+    def wrap(
+        self, argv: list[str], cwd: str | None, keep: Sequence[str] = (), mark: str = ""
+    ) -> list[str]:
+        """`argv` as run in this sandbox with `cwd` writable (unchanged when off; None: no
+        directory writable but the private ones), and the directories `keep` visible
+        read-only even under the private /tmp. `mark` names a directory made first in each
+        private tmpfs (the server's proof of which mounts are its own).
+
+        WorkspaceRefused when `cwd` is a system place (`workspace_problem`)."""
         if self.mode == "off":
             return argv
+        if cwd is not None and (problem := workspace_problem(cwd)) is not None:
+            raise WorkspaceRefused(problem)
         bwrap = shutil.which("bwrap") or "bwrap"
+        workdir = cwd or "/"
         # A runtime directory inside the workspace is the workspace's (the user chose it).
-        hidden = [path for path in _runtime_dirs() if not _within(path, cwd)]
+        hidden = [path for path in _runtime_dirs() if not _within(path, workdir)]
         # Order matters: the private /tmp and the hidden runtime directories are mounted before
         # the workspace, so a workspace under one of them is bound on top of it instead of
         # being hidden by it; they are made read-only only after that bind (a non-recursive
         # remount: the workspace under them stays writable). /tmp and /dev/shm are the only
         # writable places besides the workspace (the server empties both after every call);
-        # /dev itself is read-only, so no call can break it for the next.
+        # /dev itself is read-only, so no call can break it for the next. The workspace is
+        # never one of them nor holds one (`workspace_problem`), so it never covers them.
         return [
             bwrap,
             *("--ro-bind", "/", "/", "--dev", "/dev"),
             *tmpfs_sizes(bwrap, self.limits.shm),
-            *("--tmpfs", "/dev/shm"),
+            *("--tmpfs", "/dev/shm", *_marked("/dev/shm", mark)),
             # /proc read-only: bubblewrap covers /proc/sys only where its own access() check
             # says it is writable, which it does not say to root without capabilities, while
             # the kernel still lets uid 0 write sysctls (kernel/core_pattern names a program
             # the kernel runs as host root). No capability guards them: the mount must.
             *("--remount-ro", "/dev", "--proc", "/proc", "--remount-ro", "/proc"),
             *tmpfs_sizes(bwrap, self.limits.tmp),
-            *("--tmpfs", "/tmp"),
+            *("--tmpfs", "/tmp", *_marked("/tmp", mark)),
             # Host services listen on Unix sockets under the runtime directories (docker.sock,
             # the user's D-Bus, ssh and gpg agents); a read-only mount does not stop connect(),
             # so the directories are replaced by empty ones.
             *(arg for path in hidden for arg in ("--tmpfs", path)),
             *(arg for path in _kept(keep, hidden) for arg in ("--ro-bind", path, path)),
-            *("--bind", cwd, cwd, "--chdir", cwd),
+            *(("--bind", cwd, cwd) if cwd is not None else ()),
+            *("--chdir", workdir),
             *(arg for path in hidden for arg in ("--remount-ro", path)),
             *(() if self.network else ("--unshare-net",)),
             # --unshare-ipc: SysV shared memory, semaphores and message queues of the host
@@ -150,10 +178,13 @@ class Sandbox:
         """`argv` started in `cwd` with exactly `env`, in this sandbox, stdin from /dev/null.
 
         `owner` is the session the call belongs to (its agent): calls of one owner share the
-        long-lived sandbox, which ends when the owner is garbage. OSError when `cwd` is gone.
+        long-lived sandbox, which ends when the owner is garbage. OSError when `cwd` is gone,
+        WorkspaceRefused when it is a system place.
         """
         if self.mode == "off":
             return await _LocalCommand.start(argv, cwd, env)
+        if (problem := workspace_problem(cwd)) is not None:
+            raise WorkspaceRefused(problem)
         # FileNotFoundError as a local process would give, before anything runs.
         directory = os.stat(cwd)  # one stat: cheaper than a thread
         return await _server_for(self, cwd, directory, owner).start(argv, cwd, env)
@@ -277,6 +308,46 @@ def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+# Places other programs share: a workspace is none of them and holds none of them (a bind of
+# it would cover the sandbox's private /tmp and /dev/shm, and a command's `rm -rf *` in it
+# would reach everyone's files).
+SHARED_PLACES: Final = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+# The kernel's and the system's own: a workspace never lies in one (a writable bind of
+# /proc/sys/kernel re-opens the sysctls the read-only /proc closed).
+SYSTEM_PLACES: Final = ("/proc", "/sys", "/dev", "/boot", "/etc")
+_FIX: Final = "start harness in a directory of the project (mktemp -d makes a scratch one)"
+
+
+def workspace_problem(path: str) -> str | None:
+    """Why the working directory `path` cannot be a sandbox's workspace, in one line naming
+    it; None when it can. Links are followed: a link to /tmp is /tmp."""
+    real = os.path.realpath(path)
+    named = path if real == path else f"{path} (that is {real})"
+    shared = next((p for p in _real(SHARED_PLACES) if _within(p, real)), None)
+    system = next((p for p in _real(SYSTEM_PLACES) if _within(real, p)), None)
+    if real == "/":
+        why = "it is the whole file system, /tmp and /dev/shm of every program included"
+    elif shared is not None:
+        held = "it is" if shared == real else "it holds"
+        why = f"{held} {shared}, where other programs keep their files"
+    elif system is not None:
+        why = f"it lies in {system}, the system's own, which the sandbox keeps read-only"
+    else:
+        return None
+    return f"the working directory {named} cannot be the sandbox's workspace: {why}; {_FIX}"
+
+
+def _real(places: Sequence[str]) -> list[str]:
+    """`places` as named and, where one is a link (/var/run), as the place it leads to."""
+    return list(dict.fromkeys([*places, *(os.path.realpath(p) for p in places)]))
+
+
+def _marked(scratch: str, mark: str) -> tuple[str, ...]:
+    """The bubblewrap arguments that make the directory `mark` in the tmpfs just mounted at
+    `scratch`: the server reads the tmpfs's device from it (its own, whatever covers it)."""
+    return ("--dir", f"{scratch}/{_sandbox_server.MARK_PREFIX}{mark}") if mark else ()
+
+
 def _kept(keep: Sequence[str], hidden: Sequence[str]) -> list[str]:
     """`keep`, and the resolver configuration when a hidden directory holds it
     (/etc/resolv.conf is often a link into /run), which a command with the network needs."""
@@ -298,18 +369,21 @@ class _Server:
     def __init__(self, sandbox: Sandbox, cwd: str, directory: os.stat_result) -> None:
         self.directory = (directory.st_dev, directory.st_ino)  # the one bound writable
         self.channel, inside = socket.socketpair()
-        # The source on stdin, not in argv: `ps` shows `python -I -S - FD`, not the file.
+        beats, self.beat = os.pipe()  # harness writes while it answers: _Heartbeat
+        # The source on stdin, not in argv: `ps` shows `python -I -S - FD ...`, not the file.
         # The base interpreter, not a virtual environment's link to it: the server needs only
         # the standard library (-I -S), and the environment may live where the sandbox
         # cannot see it.
-        python = [os.path.realpath(sys.executable), "-I", "-S", "-", str(inside.fileno())]
+        mark = secrets.token_hex(16)
+        python = [os.path.realpath(sys.executable), "-I", "-S", "-"]
+        python += [str(inside.fileno()), str(beats), repr(sandbox.lapse), mark]
         # Processes and memory are capped by a cgroup the sandbox is started in (where one
         # can be made here: `harness sandbox-check` says).
         self.cgroup, _ = cgroup_for(sandbox.limits)
-        with inside, _removed_on_error(self.cgroup):
+        with inside, _closed(beats), _removed_on_error(self.cgroup, self.beat):
             self.process = subprocess.Popen(
-                self.cgroup.enter(sandbox.wrap(python, cwd, _runtime_under_tmp())),
-                pass_fds=(inside.fileno(),),
+                self.cgroup.enter(sandbox.wrap(python, cwd, _runtime_under_tmp(), mark)),
+                pass_fds=(inside.fileno(), beats),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -318,6 +392,7 @@ class _Server:
                 # Nothing of harness's environment: the server's is readable in /proc inside.
                 env={},
             )
+        _heartbeat.add(self.beat, sandbox.lapse)
         assert self.process.stdin is not None
         # Far less than a pipe holds, so this never blocks. A bubblewrap that failed at once
         # has closed it: the call then reads the sandbox's end, with what it said.
@@ -375,18 +450,81 @@ class _Server:
         with contextlib.suppress(OSError):
             self.process.kill()
         self.process.wait()
+        _heartbeat.drop(self.beat)
         self.cgroup.remove()
         if self.process.stderr is not None:
             self.process.stderr.close()
 
 
 @contextlib.contextmanager
-def _removed_on_error(cgroup: Cgroup) -> Iterator[None]:
+def _removed_on_error(cgroup: Cgroup, beat: int) -> Iterator[None]:
     try:
         yield
     except BaseException:
         cgroup.remove()
+        os.close(beat)
         raise
+
+
+@contextlib.contextmanager
+def _closed(fd: int) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+class _Heartbeat:
+    """A thread of harness's own that writes a byte to every live sandbox's heartbeat pipe
+    every `BEAT_SECONDS` (a quarter of the shortest lapse, if less). While harness answers,
+    its sandboxes hear it; once it stops (SIGSTOP, a frozen machine) every thread of it
+    stops with it, and each sandbox's server, outside harness's process, ends the sandbox
+    when its lapse passes without a beat (`_sandbox_server.watch`). So a turn recovered on
+    another worker never runs beside a command still running for this one.
+
+    Only this thread closes the pipes it writes: a sandbox dropped meanwhile (by the
+    garbage collector, on any thread) is handed over, never closed under a write.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.lapses: dict[int, float] = {}  # write end of each live sandbox's pipe -> lapse
+        self.dropped: list[int] = []
+        self.woken = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def add(self, fd: int, lapse: float) -> None:
+        os.set_blocking(fd, False)  # a server that does not read must not stop the beat
+        with self.lock:
+            self.lapses[fd] = lapse
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self.run, name="harness-sandbox-heartbeat", daemon=True
+                )
+                self.thread.start()
+        self.woken.set()  # a shorter lapse may need a shorter beat
+
+    def drop(self, fd: int) -> None:
+        with self.lock:
+            if self.lapses.pop(fd, None) is not None:
+                self.dropped.append(fd)
+        self.woken.set()
+
+    def run(self) -> None:
+        while True:
+            with self.lock:
+                dropped, self.dropped = self.dropped, []
+                for fd in dropped:
+                    os.close(fd)
+                for fd in list(self.lapses):
+                    with contextlib.suppress(OSError):  # full (a stopped server), or gone
+                        os.write(fd, b".")
+                period = min([BEAT_SECONDS, *(lapse / 4 for lapse in self.lapses.values())])
+            self.woken.wait(period)
+            self.woken.clear()
+
+
+_heartbeat = _Heartbeat()
 
 
 @functools.cache
@@ -461,7 +599,7 @@ def probe(network: bool = False) -> str | None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     if (missing := _no_pidfd()) is not None:
         return missing
-    argv = Sandbox("workspace", network).wrap(["true"], "/")
+    argv = Sandbox("workspace", network).wrap(["true"], None)
     try:
         done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -489,7 +627,11 @@ def _no_pidfd() -> str | None:
 
 
 def resolve(
-    flag: str | None, setting: str | None, network: bool, limits: Limits = DEFAULT_LIMITS
+    flag: str | None,
+    setting: str | None,
+    network: bool,
+    limits: Limits = DEFAULT_LIMITS,
+    lapse: float = DEFAULT_LAPSE,
 ) -> tuple[Sandbox, str | None]:
     """The sandbox to use and a warning to print, if any.
 
@@ -499,14 +641,14 @@ def resolve(
     """
     asked = flag or setting
     if asked == "off":
-        return Sandbox("off", network, limits), None
+        return Sandbox("off", network, limits, lapse), None
     why = probe(network)
     if why is None:
-        return Sandbox("workspace", network, limits), None
+        return Sandbox("workspace", network, limits, lapse), None
     if asked == "workspace":
         raise SandboxUnavailable(f"--sandbox workspace cannot run: {why}")
     warning = f"sandbox off: {why}; bash runs with your full rights"
-    return Sandbox("off", network, limits), warning
+    return Sandbox("off", network, limits, lapse), warning
 
 
 _installed: Sandbox = Sandbox()

@@ -98,9 +98,13 @@ def _task(line: str, where: str) -> dict[str, Any]:
     if not isinstance(disable, list) or not all(isinstance(d, str) for d in disable):
         raise CommandError(f'{where}: "disable" must be a list of plugin names')
     if "cwd" in task:
+        from harness_core.tools.sandbox import workspace_problem
+
         cwd = Path(task["cwd"]).expanduser().resolve()
         if not cwd.is_dir():
             raise CommandError(f"{where}: cwd {task['cwd']!r} is not a directory")
+        if (problem := workspace_problem(str(cwd))) is not None:
+            raise CommandError(f"{where}: {problem}")
         task["cwd"] = str(cwd)
     return task
 

@@ -78,7 +78,9 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         )
     url = _engine.database_url(runtime.store)
     lapse = _lapse(os.environ.get("HARNESS_WORKER_LAPSE"))
-    runtime.use_sandbox(args.sandbox)
+    # A sandbox outlives this worker stopped (SIGSTOP, a frozen machine) by half the lapse
+    # after which a peer takes its turns: a recovered turn never runs beside its command.
+    runtime.use_sandbox(args.sandbox, lapse=lapse / 2)
     worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
     # Every connection this process makes names the worker (libpq reads PGAPPNAME), so a
     # peer that takes it for dead can end them, and with them the locks they hold.

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 from dbos import DBOS
 from harness_core.log import SessionLocked
+from harness_core.runtime import SetupError
+from harness_core.tools.sandbox import workspace_problem
 
 from . import _tables
 from ._engine import WORKFLOW
@@ -140,11 +142,15 @@ class WorkerHost:
         self, job: dict[str, Any], workflow: str | None
     ) -> tuple[int, list[Event] | None]:
         """The turn's number, and its events when this process ran all of it."""
+        if job.get("cwd") and (problem := workspace_problem(job["cwd"])) is not None:
+            raise SetupError(problem)  # a row queued past `harness batch`'s checks
         session = await self._open(job)
         seen: list[Event] = []
         session.observe(lambda log, event: seen.append(event))
         try:
-            assert session.log is not None  # held for the turn
+            assert session.log is not None and session.agent is not None  # held for the turn
+            # Before the turn's task group: its one line, not the group's.
+            self.runtime.check_workspace(session.agent.cwd)
             turn = _claim(session.log.next_turn)
             start = session.log.latest("turn/start")
             async with anyio.create_task_group() as group:
