@@ -161,10 +161,7 @@ class SessionRuntime:
             if not self._hold and not self.busy:
                 await self._let_go()
             raise
-        if not busy:
-            answer = {"turn": agent.session.next_turn}
-        else:
-            answer = {"queued": len(self.queued)}
+        answer = {"queued": len(self.queued)} if busy else {"turn": agent.session.next_turn}
         queued.submitted = True
         task = _spawn(self._in_turn(queued, model))
         self._tasks.add(task)
