@@ -217,7 +217,7 @@ async def test_a_turn_in_a_system_place_is_refused_before_it_runs(runtime: Runti
     sandbox.install(sandbox.Sandbox("workspace"))
     session = runtime.open(log.session_id, ScriptedModel([{"text": "ran"}]), hold=False)
     with pytest.raises(SetupError, match="the working directory /tmp cannot be the sandbox's"):
-        session.submit("go")
+        await session.submit("go")
     with pytest.raises(SetupError, match="it is /tmp"):
         await session.run("go")
     with pytest.raises(SetupError, match="it is the whole file system"):

@@ -156,13 +156,13 @@ class Stalling(SessionStore):
             self._wait()
         log = super().open(session_id, writable=writable)
         if writable and self.stall == "commit":
-            sync = log._sync
+            sync = log.make_durable
 
             def stalling() -> None:
                 self._wait()
                 sync()
 
-            log._sync = stalling  # type: ignore[method-assign]
+            log.make_durable = stalling  # type: ignore[method-assign]
         return log
 
 

@@ -153,15 +153,18 @@ class SessionRuntime:
         model = self._models[spec or self.default_spec]
         busy = self.busy
         queued = self._enqueue(prompt, spec)  # busy from here: a submit meanwhile queues
-        try:
-            agent = await self._agent(model)
-            self.runtime.check_workspace(agent.cwd)
-        except BaseException:
-            self._waiting.remove(queued)
-            if not self._hold and not self.busy:
-                await self._let_go()
-            raise
-        answer = {"queued": len(self.queued)} if busy else {"turn": agent.session.next_turn}
+        if busy:  # the writer is held, or being taken, for the turn before: checked there
+            answer = {"queued": len(self.queued)}
+        else:
+            try:
+                agent = await self._agent(model)
+                self.runtime.check_workspace(agent.cwd)
+            except BaseException:
+                self._waiting.remove(queued)
+                if not self._hold and not self.busy:
+                    await self._let_go()
+                raise
+            answer = {"turn": agent.session.next_turn}
         queued.submitted = True
         task = _spawn(self._in_turn(queued, model))
         self._tasks.add(task)
