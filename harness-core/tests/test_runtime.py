@@ -88,6 +88,10 @@ async def test_a_session_that_lets_go_is_writable_by_another_process_between_run
         runtime.store.open(session.id)
     model.gate.set()
     await idle(session)
+    for _ in range(500):  # the writer is let go in a worker thread, after the turn ends
+        if session.log is None:
+            break
+        await asyncio.sleep(0.01)
     assert session.log is None
     runtime.store.open(session.id).close()  # free again
     await session.aclose()
