@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 import pytest
@@ -234,7 +234,13 @@ def test_a_batch_with_checks_and_variants_compares_them(
     lines.append(json.dumps({"prompt": "no check", "model": plan}))
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("\n".join(lines) + "\n")
-    workers.extend([Worker(url, "p", tmp_path, "--concurrency", "2"), Worker(url, "q", tmp_path)])
+    checks = ("--sandbox", "workspace", "--checks")
+    workers.extend(
+        [
+            Worker(url, "p", tmp_path, "--concurrency", "2", *checks),
+            Worker(url, "q", tmp_path, *checks),
+        ]
+    )
     ran = run_cli("batch", str(tasks), "--store", url, "--wait", timeout=180)
     assert ran.returncode == 0, ran.stderr
     batch = ran.stdout.splitlines()[0].removeprefix("batch ")
@@ -288,6 +294,74 @@ def test_batch_wait_on_a_terminal_redraws_one_progress_bar(
         f"batch {batch}: 3 done, 0 failed, 0 passed their check",
     ]
     assert terminal.raw.count(b"\r\x1b[2K[") >= 2  # redrawn in place, never a new line
+
+
+SECRETS: Final = {"PGPASSWORD": "pg-secret-for-checks", "OPENAI_API_KEY": "sk-check-key-123"}
+PROBE: Final = 'id > marker; echo "pg=$PGPASSWORD key=$OPENAI_API_KEY store=$HARNESS_STORE" > leak'
+
+
+def run_check(
+    url: str, workers: list[Worker], tmp_path: Path, check: str, *flags: str
+) -> tuple[dict[str, Any], Path, str]:
+    """One batch task with `check`, in a workspace of its own, run on a worker started with
+    `flags` and the secrets above in its environment: its status row, the workspace, and
+    `harness batch status`'s text."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    line = {"prompt": "p", "model": model, "check": check, "cwd": str(workspace)}
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(line) + "\n")
+    env = {**SECRETS, "HARNESS_STORE": url}
+    workers.append(Worker(url, "checker", tmp_path, *flags, env=env))
+    ran = run_cli("batch", str(tasks), "--store", url, "--wait", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    batch = ran.stdout.splitlines()[0].removeprefix("batch ")
+    status = run_cli("batch", "status", batch, "--json", "--store", url)
+    [task] = json.loads(status.stdout)["tasks"]
+    text = run_cli("batch", "status", batch, "--store", url).stdout
+    return task, workspace, text
+
+
+@pytest.mark.parametrize(
+    "flags", [(), ("--sandbox", "workspace", "--approval", "deny", "--checks")], ids=str
+)
+def test_a_check_runs_nothing_without_checks_or_under_deny(
+    url: str, workers: list[Worker], tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """Whoever can write the queue chooses a check: a worker started without --checks, or
+    under --approval deny, runs none and records it skipped."""
+    task, workspace, text = run_check(url, workers, tmp_path, PROBE, *flags)
+    assert (task["status"], task["check"]) == ("completed", "skipped")
+    assert list(workspace.iterdir()) == []  # neither marker nor leak: nothing ran
+    assert "1 checks skipped: their workers run no checks" in text
+    assert "passed" in text.splitlines()[3] and text.splitlines()[3].split()[-1] == "-"
+
+
+def test_a_check_runs_in_the_sandbox_with_the_tools_environment(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """On a worker started with --checks the check runs in the task's directory, inside the
+    sandbox (it cannot write beside the workspace), and sees none of the worker's secrets."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    check = f"{PROBE}; ! echo escaped > {outside}/escape"
+    task, workspace, _ = run_check(
+        url, workers, tmp_path, check, "--sandbox", "workspace", "--checks"
+    )
+    assert (task["status"], task["check"]) == ("completed", "passed")
+    assert (workspace / "marker").read_text().startswith("uid=")
+    assert (workspace / "leak").read_text() == "pg= key= store=\n"
+    assert list(outside.iterdir()) == []
+
+
+def test_checks_need_the_sandbox(url: str, tmp_path: Path) -> None:
+    refused = run_cli("worker", "--store", url, "--sandbox", "off", "--checks")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "harness: error: --checks runs each batch check in the sandbox, and the sandbox is "
+        "off: start the worker with --sandbox workspace (bubblewrap), or without --checks"
+    )
 
 
 def test_html_goes_with_status_only(tmp_path: Path) -> None:

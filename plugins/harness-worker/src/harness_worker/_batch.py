@@ -26,6 +26,7 @@ __all__ = ["status", "submit"]
 
 _KEYS: Final = {"prompt", "model", "check", "cwd", "variant", "disable"}
 FAILED: Final = ("error", "max_steps", "cancelled")
+JUDGED: Final = ("passed", "failed")
 DEFAULT_VARIANT: Final = "default"
 POLL_SECONDS: Final = 0.5
 
@@ -245,7 +246,7 @@ def _variants(tasks: list[_tables.Task]) -> dict[str, dict[str, Any]]:
 
 def _variant(tasks: list[_tables.Task]) -> dict[str, Any]:
     ended = [t for t in tasks if t.steps is not None and t.state not in ("queued", "running")]
-    checked = [t for t in tasks if t.check is not None]
+    checked = [t for t in tasks if t.check in JUDGED]  # a skipped check judged nothing
 
     def mean(values: list[float]) -> float | None:
         return round(sum(values) / len(values), 3) if values else None
@@ -284,6 +285,13 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
     for label, cell in VARIANT_ROWS:
         cells = "  ".join(f"{cell(variants[n]):>{w}}" for n, w in zip(names, columns, strict=True))
         print(f"{label:{width}}  {cells}", file=out)
+    skipped = sum(task["check"] == "skipped" for task in report["tasks"])
+    if skipped:
+        print(
+            f"{skipped} checks skipped: their workers run no checks (start them with "
+            "--checks, and not under --approval deny)",
+            file=out,
+        )
 
 
 def percent(value: float | None) -> str:

@@ -52,6 +52,11 @@ def _configure_worker(parser: ArgumentParser) -> None:
     )
     parser.add_argument("--sandbox", choices=("workspace", "off"), help="where bash runs")
     parser.add_argument("--id", metavar="ID", help="this worker's identity (default HOST-PID)")
+    parser.add_argument(
+        "--checks",
+        action="store_true",
+        help="run batch tasks' checks, in the sandbox (else each is recorded skipped)",
+    )
 
 
 def _positive(text: str) -> int:
@@ -78,7 +83,13 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         )
     url = _engine.database_url(runtime.store)
     lapse = _lapse(os.environ.get("HARNESS_WORKER_LAPSE"))
-    runtime.use_sandbox(args.sandbox)
+    mode = runtime.use_sandbox(args.sandbox)
+    if args.checks and mode == "off":
+        # Whoever can write the queue chooses a check: it never runs outside a sandbox.
+        raise CommandError(
+            "--checks runs each batch check in the sandbox, and the sandbox is off: start "
+            "the worker with --sandbox workspace (bubblewrap), or without --checks"
+        )
     worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
     # Every connection this process makes names the worker (libpq reads PGAPPNAME), so a
     # peer that takes it for dead can end them, and with them the locks they hold.
@@ -90,16 +101,23 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")
-    _turn.serve(_turn.WorkerHost(runtime, policy, url, args.concurrency))
+    _turn.serve(_turn.WorkerHost(runtime, policy, url, args.concurrency, checks=args.checks))
     _engine.launch(url, schema, worker_id, args.concurrency)
     print(
         f"worker {worker_id}: taking turns from {redact_url(url)} "
-        f"({args.concurrency} at once); SIGTERM or Ctrl-C stops it",
+        f"({args.concurrency} at once, {_checks(args.checks, policy)}); "
+        "SIGTERM or Ctrl-C stops it",
         file=ctx.stdout,
         flush=True,
     )
     _watch(workers, lapse, ctx)
     return _stop(ctx)
+
+
+def _checks(asked: bool, policy: str) -> str:
+    if not asked:
+        return "batch checks skipped: --checks runs them"
+    return "batch checks skipped under --approval deny" if policy == "deny" else "batch checks run"
 
 
 def _lapse(text: str | None) -> float:
@@ -184,7 +202,10 @@ WORKER: Final = Command(
     configure=_configure_worker,
     description="Takes turns from the queue in the store's database and runs them, at most "
     "--concurrency at once, until SIGTERM or Ctrl-C. A worker whose process died has its "
-    "turns recovered by the live ones; one restarted with the same --id recovers its own.",
+    "turns recovered by the live ones; one restarted with the same --id recovers its own. "
+    "A batch task's check runs only with --checks (in the sandbox, in the task's directory, "
+    "with the tools' environment) and never under --approval deny; else it is recorded "
+    "skipped.",
 )
 
 

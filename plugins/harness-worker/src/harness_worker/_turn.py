@@ -13,23 +13,28 @@ first claimed, and the log says what became of that turn:
   a second time behind the log's back;
 - ended: nothing runs again.
 
-Then a batch task's check runs in its directory, and its row gets the turn's figures.
+Then a batch task's check runs, and its row gets the turn's figures. Whoever can write the
+queue chooses a check, so a check is a command like any other: it runs only on a worker
+started with `--checks` and never under `--approval deny` (else it is recorded "skipped" and
+nothing runs), in the sandbox the worker's bash runs in, in the task's directory, with the
+tool environment (no keys, no store URL) and a time limit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from dbos import DBOS
+from harness_core import secret
 from harness_core.log import SessionLocked
+from harness_core.tools import sandbox
 
 from . import _tables
 from ._engine import WORKFLOW
@@ -80,7 +85,7 @@ class Summary:
     tokens: tuple[int, int, int]  # input, output, cached
     seconds: float
     plan_used: bool
-    check: str | None  # "passed", "failed", or None without a check
+    check: str | None  # "passed", "failed", "skipped", or None without a check
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -97,10 +102,20 @@ class Summary:
 class WorkerHost:
     """Runs jobs on the process's runtime under the worker's approval policy."""
 
-    def __init__(self, runtime: Runtime, policy: Policy, url: str, concurrency: int = 1) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        policy: Policy,
+        url: str,
+        concurrency: int = 1,
+        *,
+        checks: bool = False,
+    ) -> None:
         self.runtime = runtime
         self.policy = policy
         self.url = url
+        # Checks run only where the worker's operator said so (`--checks`), never under deny.
+        self.checks = checks and policy != "deny"
         # DBOS keeps one per-worker limit for the whole queue (the last worker started sets
         # it): a worker started with a smaller --concurrency still holds itself to its own.
         self._slots = threading.BoundedSemaphore(concurrency)
@@ -115,6 +130,7 @@ class WorkerHost:
         try:
             turn, events = anyio.run(self._turn, job, workflow)
             summary = self._summary(job, turn, events)
+            summary = replace(summary, check=anyio.run(self._check, job))
         except Exception as exc:  # the turn could not run: say why on its row and result
             logger.warning("turn of session %s failed: %s", job["session"], exc)
             summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
@@ -198,8 +214,27 @@ class WorkerHost:
             tokens=(tokens[0], tokens[1], tokens[2]),
             seconds=_seconds(events[0], events[-1]) if events else 0.0,
             plan_used=any(e.type == "todo/write" for e in events),
-            check=_check(job),
+            check=None,
         )
+
+    async def _check(self, job: dict[str, Any]) -> str | None:
+        """A batch task's check after its turn: exit 0 passes; "skipped" where none may run."""
+        command = job.get("check")
+        if not command:
+            return None
+        if not self.checks:
+            return "skipped"
+        cwd = job.get("cwd") or os.getcwd()
+        try:
+            code = await _sandboxed(str(command), str(cwd))
+        except (OSError, sandbox.SandboxCrashed) as exc:
+            logger.warning("the check of session %s did not run: %s", job["session"], exc)
+            return "failed"
+        if code is None:
+            logger.warning(
+                "the check of session %s timed out after %gs", job["session"], CHECK_TIMEOUT
+            )
+        return "passed" if code == 0 else "failed"
 
 
 async def _cancel_when_asked(session: SessionRuntime, workflow: str) -> None:
@@ -222,23 +257,34 @@ def _seconds(first: Event, last: Event) -> float:
     return (datetime.fromisoformat(last.ts) - datetime.fromisoformat(first.ts)).total_seconds()
 
 
-def _check(job: dict[str, Any]) -> str | None:
-    """A batch task's check, run in its directory after the turn: exit 0 passes."""
-    command = job.get("check")
-    if not command:
-        return None
+class _CheckOwner:
+    """What a check's sandbox belongs to: its own, ended when the check is over."""
+
+
+async def _sandboxed(command: str, cwd: str) -> int | None:
+    """`bash -c command`'s exit status, run as the bash tool runs a call (the installed
+    sandbox, the tool environment), or None when it ran out of time (then it is killed)."""
+    owner = _CheckOwner()
+    started = await sandbox.current().start(
+        ["bash", "-c", command],
+        cwd,
+        secret.current().tool_environment(os.environ),
+        owner=owner,
+    )
     try:
-        done = subprocess.run(
-            command,
-            shell=True,
-            cwd=job.get("cwd") or os.getcwd(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=CHECK_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        logger.warning("the check of session %s did not run: %s", job["session"], exc)
-        return "failed"
-    return "passed" if done.returncode == 0 else "failed"
+        with anyio.move_on_after(CHECK_TIMEOUT):
+            async with anyio.create_task_group() as group:
+                group.start_soon(_drain, started)
+                code = await started.wait()
+                started.kill()  # what it left behind, so the output ends
+            return code
+        return None
+    finally:
+        started.kill()
+        await started.aclose()
+
+
+async def _drain(command: sandbox.Command) -> None:
+    """A check is judged by its status; its output is read only so that it never blocks."""
+    async for _ in command.output():
+        pass
