@@ -374,16 +374,195 @@ def test_html_goes_with_status_only(tmp_path: Path) -> None:
     )
 
 
-def test_a_bad_task_line_queues_nothing(url: str, tmp_path: Path) -> None:
+def schema_of(url: str) -> str:
+    return url.rsplit("search_path%3D", 1)[-1]
+
+
+def tables_in(url: str) -> list[str]:
+    """Every table of the store's schema and of DBOS's beside it."""
+    schema = schema_of(url)
+    with psycopg.connect(server_url()) as conn:
+        rows = conn.execute(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+            "WHERE table_schema IN (%s, %s) ORDER BY 1",
+            (schema, f"dbos_{schema}"),
+        ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        ({"prompt": "bad", "disable": "todo"}, '"disable": Input should be a valid array'),
+        ({"prompt": "bad", "variant": "a\x00b"}, '"variant": holds a NUL character'),
+        ({"prompt": "bad", "cwd": "/nowhere/at/all"}, "\"cwd\": '/nowhere/at/all' is not a"),
+        ({"prompt": " "}, '"prompt": must not be empty'),
+        ({"prompt": "bad", "turns": 3}, "unknown key 'turns' (known: prompt, model, check"),
+        ([1], "a task is a JSON object"),
+    ],
+    ids=["disable", "nul", "cwd", "blank", "unknown", "array"],
+)
+def test_a_bad_fourth_line_creates_nothing(url: str, tmp_path: Path, bad: Any, error: str) -> None:
+    """Every line is checked before anything is written: the first bad one is one line
+    naming it, and no session, task row or queued turn is left behind."""
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text('{"prompt": "fine"}\n{"prompt": "bad", "disable": "todo"}\n')
-    ran = run_cli("batch", str(tasks), "--store", url)
+    good = [json.dumps({"prompt": f"fine {n}", "variant": "v"}) for n in range(3)]
+    tasks.write_text("\n".join([*good, json.dumps(bad)]) + "\n")
+    before = tables_in(url)
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    ran = run_cli("batch", str(tasks), "--store", url, "--model", model)
     assert ran.returncode == 1
-    assert ran.stderr.strip() == (
-        f'harness: error: {tasks} line 2: "disable" must be a list of plugin names'
-    )
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith(f"harness: error: {tasks} line 4: {error}"), line
     listed = run_cli("sessions", "--json", "--store", url)
     assert json.loads(listed.stdout) == []
+    assert tables_in(url) == before
+
+
+def test_batch_status_shows_a_variant_name_without_its_terminal_escapes(
+    url: str, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    evil = "\x1b]0;owned\x07red\x1b[31m\x1b[2J"
+    tasks.write_text(json.dumps({"prompt": "p", "variant": evil}) + "\n")
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    ran = run_cli("batch", str(tasks), "--store", url, "--model", model)
+    assert ran.returncode == 0, ran.stderr
+    batch = ran.stdout.split()[1]
+    status = run_cli("batch", "status", batch, "--store", url)
+    assert status.returncode == 0, status.stderr
+    assert "\x1b" not in status.stdout and "\x07" not in status.stdout
+    assert status.stdout.splitlines()[1].split() == ["red"]
+    raw = json.loads(run_cli("batch", "status", batch, "--json", "--store", url).stdout)
+    assert raw["tasks"][0]["variant"] == evil  # --json stays verbatim
+
+
+def test_batch_status_of_a_store_without_batches_makes_no_table(url: str) -> None:
+    before = tables_in(url)
+    status = run_cli("batch", "status", "20260101-000000-abcdef", "--store", url)
+    assert status.returncode == 1
+    assert "no batch 20260101-000000-abcdef in" in status.stderr
+    assert tables_in(url) == before
+
+
+@pytest.mark.parametrize("command", [["submit", "hi"], ["batch", "TASKS"], ["worker"]])
+def test_a_command_against_an_empty_database_creates_nothing(
+    command: list[str], tmp_path: Path
+) -> None:
+    """A database where `harness store init` never ran: one line naming it, and neither
+    DBOS's tables nor harness's are made (nor a session)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"prompt": "p"}\n')
+    args = [str(tasks) if arg == "TASKS" else arg for arg in command]
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    with fresh_schema(server_url()) as empty:
+        extra = [] if command == ["worker"] else ["--model", model]
+        failed = run_cli(*args, "--store", empty, *extra, timeout=60)
+        assert failed.returncode == 1
+        [line] = failed.stderr.strip().splitlines()
+        assert "was never initialised: run `harness store init --store URL`" in line
+        assert tables_in(empty) == []
+
+
+def enqueue_raw(url: str, name: str, args: str, workflow_id: str) -> None:
+    """A row as anyone who can write the queue can write it: DBOS's own SQL function."""
+    schema = f"dbos_{schema_of(url)}"
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(
+            f'SELECT "{schema}".enqueue_workflow(workflow_name => %s, queue_name => '
+            "'harness_turns', positional_args => ARRAY[%s::json], workflow_id => %s, "
+            "app_version => 'harness-worker-1', queue_partition_key => %s)",
+            (name, args, workflow_id, workflow_id.split("/")[0]),
+        )
+
+
+def workflow_status(url: str, workflow_id: str) -> tuple[str, str | None]:
+    schema = f"dbos_{schema_of(url)}"
+    with psycopg.connect(server_url()) as conn:
+        row = conn.execute(
+            f'SELECT s.status, o.output FROM "{schema}".workflow_status s LEFT JOIN '
+            f'"{schema}".workflow_output o USING (workflow_uuid) WHERE s.workflow_uuid = %s',
+            (workflow_id,),
+        ).fetchone()
+    assert row is not None
+    return str(row[0]), row[1]
+
+
+def test_a_poisoned_queue_row_is_one_line_and_ends(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Rows harness never wrote (no session, wrong types, not an object, another workflow's
+    name) each make one line on the worker and end; none is a traceback or stays PENDING,
+    and the session a bad row named still takes its next turn."""
+    worker = Worker(url, "poisoned", tmp_path)
+    workers.append(worker)
+    model = write_script(tmp_path / "t.json", [{"text": "still fine"}])
+    session = run_cli("submit", "--store", url, "--model", model, "first").stdout.split()[0]
+    bad = {
+        "s1/no-session": '{"prompt": "p"}',
+        "s2/types": '{"session": 5, "prompt": ["p"]}',
+        "s3/string": '"just a string"',
+    }
+    for workflow_id, args in bad.items():
+        enqueue_raw(url, "harness_turn", args, workflow_id)
+    enqueue_raw(url, "evil_workflow", '{"session": "x", "prompt": "p"}', f"{session}/evil")
+    worker.expect(f"queued workflow {session}/evil (evil_workflow) never started", timeout=90)
+    for workflow_id in bad:
+        status, output = workflow_status(url, workflow_id)
+        assert status == "SUCCESS" and json.loads(output or "{}")["status"] == "error"
+        assert f"queued turn {workflow_id} is not a job" in worker.text()
+    assert workflow_status(url, f"{session}/evil")[0] == "CANCELLED"
+    lines = worker.text().splitlines()
+    assert not [line for line in lines if "Traceback" in line or line.startswith(" ")]
+    after = run_cli(
+        "submit", "--store", url, "--session", session, "--model", model, "--wait", "again"
+    )
+    assert after.returncode == 0 and "still fine" in after.stdout
+
+
+def socket_ports(pid: int) -> set[int]:
+    """The local TCP ports of the process's sockets (from /proc: no library needed)."""
+    import os
+
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_every_connection_of_a_worker_carries_its_name(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """DBOS's, the store's and harness-worker's own: a peer that takes the worker for dead
+    ends them all by that name, and with them the locks they hold."""
+    runs = tmp_path / "runs"
+    model = write_script(
+        tmp_path / "slow.json", [{"tool_calls": [bash_call(f"touch {runs}; sleep 10")]}]
+    )
+    worker = Worker(url, "named", tmp_path, env={"PGAPPNAME": None})
+    workers.append(worker)
+    run_cli("submit", "--store", url, "--model", model, "slow")
+    deadline = time.monotonic() + 60
+    while not runs.exists():  # mid-turn: the session's writer is open too
+        assert time.monotonic() < deadline, "the turn never started"
+        time.sleep(0.1)
+    ports = socket_ports(worker.process.pid)
+    with psycopg.connect(server_url()) as conn:
+        names = conn.execute(
+            "SELECT client_port, application_name FROM pg_stat_activity "
+            "WHERE client_port = ANY(%s)",
+            (list(ports),),
+        ).fetchall()
+    assert len(names) >= 3  # the heartbeat's, DBOS's pool and listener, the turn's writer
+    assert {name for _, name in names} == {"harness-worker named"}
 
 
 def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_path: Path) -> None:

@@ -91,18 +91,23 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
             "the worker with --sandbox workspace (bubblewrap), or without --checks"
         )
     worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
-    # Every connection this process makes names the worker (libpq reads PGAPPNAME), so a
-    # peer that takes it for dead can end them, and with them the locks they hold.
-    os.environ["PGAPPNAME"] = _tables.app_name(worker_id)
-    conn = _tables.connect(url)
+    # Every connection of the worker names it (`application_name`), so a peer that takes it
+    # for dead can end them, and with them the locks they hold: the store's (the turns'
+    # writers), harness-worker's own and DBOS's.
+    name = _tables.app_name(worker_id)
+    named = _engine.with_application_name(url, name)
+    runtime.store = runtime.open_store(named)
+    _engine.store_ready(runtime.store)  # an uninitialised store: its one line, nothing made
+    conn = _tables.connect(named)
     with _engine.translated(url, "cannot start the worker"):
         schema = _engine.system_schema(_tables.ensure(conn))
         workers = _tables.Workers(conn, worker_id)
         holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")
-    _turn.serve(_turn.WorkerHost(runtime, policy, url, args.concurrency, checks=args.checks))
-    _engine.launch(url, schema, worker_id, args.concurrency)
+    host = _turn.WorkerHost(runtime, policy, named, args.concurrency, checks=args.checks)
+    _turn.serve(host)
+    _engine.launch(named, schema, worker_id, args.concurrency, name)
     print(
         f"worker {worker_id}: taking turns from {redact_url(url)} "
         f"({args.concurrency} at once, {_checks(args.checks, policy)}); "
@@ -110,7 +115,7 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         file=ctx.stdout,
         flush=True,
     )
-    _watch(workers, lapse, ctx)
+    _watch(workers, host, lapse, ctx)
     return _stop(ctx)
 
 
@@ -136,12 +141,11 @@ def _lapse(text: str | None) -> float:
     return value
 
 
-def _watch(workers: Any, lapse: float, ctx: CommandContext) -> None:
-    """Beat, and hand back the turns of peers that are gone, until SIGTERM or Ctrl-C."""
+def _watch(workers: Any, host: Any, lapse: float, ctx: CommandContext) -> None:
+    """Beat, hand back the turns of peers that are gone, and end what this worker was handed
+    but cannot run, until SIGTERM or Ctrl-C."""
     import signal
     import threading
-
-    from . import _engine
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -152,14 +156,40 @@ def _watch(workers: Any, lapse: float, ctx: CommandContext) -> None:
             gone = workers.gone(lapse)
         except Exception as exc:  # psycopg's: the connection was ended, or the server left
             _lost(workers.id, exc)
-        if gone:
-            for worker in gone:
-                count = _engine.recover([worker])
-                print(
-                    f"worker {worker} is gone: {count} of its turns go back to the queue",
-                    file=ctx.stdout,
-                    flush=True,
-                )
+        _recover(gone, ctx)
+        _cancel_stranded(host, workers.id, ctx)
+
+
+def _recover(gone: list[str], ctx: CommandContext) -> None:
+    from . import _engine
+
+    for worker in gone:
+        count = _engine.recover([worker])
+        print(
+            f"worker {worker} is gone: {count} of its turns go back to the queue",
+            file=ctx.stdout,
+            flush=True,
+        )
+
+
+def _cancel_stranded(host: Any, worker_id: str, ctx: CommandContext) -> None:
+    """A queue row harness did not write (another workflow's name, inputs DBOS cannot read)
+    is one line and is cancelled, so it holds no session's turns back."""
+    from dbos import DBOS
+    from harness_core.sanitize import one_line
+
+    try:
+        stranded = host.stranded(worker_id)
+    except Exception:  # the database is away this beat: the next one looks again
+        return
+    for workflow, name in stranded:
+        DBOS.cancel_workflow(workflow)
+        print(
+            f"queued workflow {one_line(workflow, 80)} ({one_line(str(name), 40)}) never "
+            "started on this worker: no worker runs it, so it is cancelled",
+            file=ctx.stdout,
+            flush=True,
+        )
 
 
 def _lost(worker_id: str, exc: Exception) -> NoReturn:
@@ -232,28 +262,38 @@ def _submit(args: Namespace, ctx: CommandContext) -> int:
     url = _engine.database_url(runtime.store)
     if args.model:
         runtime.model(args.model)  # a spec no plugin provides fails here, not on a worker
+    if args.session is not None:
+        _existing(runtime, args.session)
+    else:
+        _engine.store_ready(runtime.store)  # an uninitialised store: its one line, nothing made
     with _engine.translated(url, "cannot queue the turn"), _tables.connect(url) as conn:
         schema = _engine.queue_schema(conn, url)  # reached before the turn's session is made
-        session_id = _session(runtime, args.session)
+        session_id = args.session or _new_session(runtime)
         job = {"session": session_id, "prompt": prompt, "model": args.model}
-        workflow = _engine.enqueue(conn, schema, job)
+        try:
+            workflow = _engine.enqueue(conn, schema, job)
+        except BaseException:
+            if args.session is None:  # a new session without its turn is nobody's
+                runtime.store.delete(session_id)
+            raise
         print(session_id, file=ctx.stdout, flush=True)
         if not args.wait:
             return 0
         return _follow.follow(runtime, (conn, schema), session_id, workflow, ctx.stdout)
 
 
-def _session(runtime: Runtime, session_id: str | None) -> str:
-    """The session the turn goes to: `session_id`, which must exist, or a new one."""
+def _existing(runtime: Runtime, session_id: str) -> None:
+    """The session the turn goes to must exist (asking checks the store's schema too)."""
     from harness_core.log import SessionNotFound
 
-    if session_id is None:
-        log = runtime.create()
-        log.close()
-        return log.session_id
     if runtime.store.latest(session_id, ("session/start",)) is None:
         raise SessionNotFound(f"no session {session_id} in {runtime.store.url}")
-    return session_id
+
+
+def _new_session(runtime: Runtime) -> str:
+    log = runtime.create()
+    log.close()
+    return log.session_id
 
 
 SUBMIT: Final = Command(
