@@ -27,7 +27,7 @@ class Job(BaseModel):
     session: Annotated[Text, Field(min_length=1)]
     prompt: Text
     model: Text | None = None
-    disable: tuple[Text, ...] = ()
+    disable: list[Text] = Field(default_factory=list)  # a JSON list: strict takes no tuple
     check: Text | None = None
     cwd: Text | None = None
     variant: Text | None = None

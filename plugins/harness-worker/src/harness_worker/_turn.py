@@ -82,6 +82,7 @@ def harness_turn(*args: Any, **kwargs: Any) -> dict[str, Any]:
     job = parse(args, kwargs)
     if isinstance(job, str):
         logger.warning("queued turn %s is not a job (%s): it ends as an error", workflow, job)
+        _host.reject(args)
         return Summary("error", f"not a job: {job}", 0, (0, 0, 0), 0.0, False, None).as_dict()
     with _host.started(workflow):
         return _host.run(job).as_dict()
@@ -164,6 +165,17 @@ class WorkerHost:
                 if now - since >= STRANDED_SECONDS:
                     found.append((workflow, waiting[workflow]))
         return found
+
+    def reject(self, args: tuple[Any, ...]) -> None:
+        """A row that is not a job but names a batch's task (one key of it was bad): the
+        task ends as an error, so `harness batch --wait` does not wait for it forever."""
+        raw = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
+        batch, position = raw.get("batch"), raw.get("position")
+        if not (isinstance(batch, str) and "\0" not in batch and type(position) is int):
+            return
+        if -(2**31) <= position < 2**31:  # the column's range
+            with _tables.connect(self.url) as conn:
+                _tables.record(conn, batch, position, state="error")
 
     def run(self, job: Job) -> Summary:
         with self._slots:
