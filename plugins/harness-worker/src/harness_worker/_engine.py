@@ -239,9 +239,20 @@ def recover(worker_ids: list[str]) -> int:
     by whichever worker takes them next: how many there were.
 
     DBOS recovers an executor's pending workflows when an executor with the same id starts
-    again, and not on its own when one dies for good; asking for it is this call (which
-    DBOS makes idempotent: a workflow already taken by a live executor is left alone).
+    again, and not on its own when one dies for good. Its public API does it here: the
+    peer's PENDING workflows (`DBOS.list_workflows`), each resumed on the queue
+    (`DBOS.resume_workflow`, which enqueues it again in its partition and leaves a workflow
+    that has ended alone); the workflow then runs again from its recorded steps.
     """
     from dbos import DBOS
 
-    return len(DBOS._recover_pending_workflows(worker_ids))
+    flows = DBOS.list_workflows(
+        status="PENDING",
+        executor_id=worker_ids,
+        queue_name=QUEUE,
+        load_input=False,
+        load_output=False,
+    )
+    for flow in flows:
+        DBOS.resume_workflow(flow.workflow_id, queue_name=QUEUE)
+    return len(flows)
