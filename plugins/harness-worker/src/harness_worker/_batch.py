@@ -44,8 +44,10 @@ def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: T
     with _engine.translated(url, "cannot queue the batch"), _tables.connect(url) as conn:
         schema = _engine.queue_schema(conn, url)
         batch = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        jobs = [_job(runtime, batch, index, task, model) for index, task in enumerate(tasks)]
+        jobs: list[dict[str, Any]] = []
         try:
+            for index, task in enumerate(tasks):  # a session the store refuses stops it all
+                jobs.append(_job(runtime, batch, index, task, model))
             with conn.transaction():  # every task queued, or none
                 _tables.insert_tasks(conn, batch, [_row(job) for job in jobs])
                 for job in jobs:
