@@ -566,11 +566,24 @@ def test_every_connection_of_a_worker_carries_its_name(
 
 
 def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_path: Path) -> None:
+    """After a turn, SIGTERM: exit 0, the worker's row says it ended (a peer need not wait
+    for its lock or heartbeat), and it left no connection behind."""
     worker = Worker(url, "t", tmp_path)
     workers.append(worker)
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    assert run_cli("submit", "--store", url, "--model", model, "--wait", "p").returncode == 0
     worker.process.send_signal(signal.SIGTERM)
     assert worker.process.wait(timeout=60) == 0
     assert "stopping: no new turns" in worker.text()
+    schema = schema_of(url)
+    with psycopg.connect(server_url()) as conn:
+        ended = conn.execute(
+            f'SELECT ended IS NOT NULL FROM "{schema}".harness_workers WHERE id = %s', ("t",)
+        ).fetchone()
+        left = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'harness-worker t'"
+        ).fetchone()
+    assert ended == (True,) and left == (0,)
 
 
 def test_a_worker_refuses_what_it_cannot_do(

@@ -116,7 +116,7 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         flush=True,
     )
     _watch(workers, host, lapse, ctx)
-    return _stop(ctx)
+    return _stop(host, workers, ctx)
 
 
 def _checks(asked: bool, policy: str) -> str:
@@ -209,9 +209,10 @@ def _lost(worker_id: str, exc: Exception) -> NoReturn:
     os._exit(1)
 
 
-def _stop(ctx: CommandContext) -> int:
-    """Take no more turns, give running ones GRACE_SECONDS to end, and leave: a turn still
-    running is recovered by a peer like a dead worker's, once this process is gone."""
+def _stop(host: Any, workers: Any, ctx: CommandContext) -> int:
+    """Take no more turns, give running ones GRACE_SECONDS to end, and leave in order: DBOS
+    shut down, this worker's row marked ended and its connection closed. A turn still
+    running then is recovered by a peer like a dead worker's, once this process is gone."""
     import os
     import sys
 
@@ -219,10 +220,15 @@ def _stop(ctx: CommandContext) -> int:
 
     print("stopping: no new turns; waiting for running ones", file=ctx.stdout, flush=True)
     DBOS.destroy(workflow_completion_timeout_sec=GRACE_SECONDS)
-    ctx.stdout.flush()
-    sys.stderr.flush()
-    # A turn still running holds a thread the interpreter would wait for at exit.
-    os._exit(0)
+    if host.running():
+        # Its thread cannot be stopped from outside and the interpreter would wait for it
+        # at exit; the turn is a peer's to go on with, so the process leaves without it.
+        ctx.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    workers.leave()
+    workers.conn.close()
+    return 0
 
 
 WORKER: Final = Command(

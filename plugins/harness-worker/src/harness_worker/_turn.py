@@ -146,6 +146,11 @@ class WorkerHost:
             with self._lock:
                 self._active.discard(workflow)
 
+    def running(self) -> bool:
+        """Whether a turn is in `harness_turn` now."""
+        with self._lock:
+            return bool(self._active)
+
     def stranded(self, worker_id: str) -> list[tuple[str, str]]:
         """(id, name) of each workflow DBOS took for this worker from the queue that never
         reached `harness_turn` within STRANDED_SECONDS: a row of another workflow's name, or
