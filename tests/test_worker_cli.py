@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 import pytest
@@ -235,7 +235,13 @@ def test_a_batch_with_checks_and_variants_compares_them(
     lines.append(json.dumps({"prompt": "no check", "model": plan}))
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("\n".join(lines) + "\n")
-    workers.extend([Worker(url, "p", tmp_path, "--concurrency", "2"), Worker(url, "q", tmp_path)])
+    checks = ("--sandbox", "workspace", "--checks")
+    workers.extend(
+        [
+            Worker(url, "p", tmp_path, "--concurrency", "2", *checks),
+            Worker(url, "q", tmp_path, *checks),
+        ]
+    )
     ran = run_cli("batch", str(tasks), "--store", url, "--wait", timeout=180)
     assert ran.returncode == 0, ran.stderr
     batch = ran.stdout.splitlines()[0].removeprefix("batch ")
@@ -291,6 +297,74 @@ def test_batch_wait_on_a_terminal_redraws_one_progress_bar(
     assert terminal.raw.count(b"\r\x1b[2K[") >= 2  # redrawn in place, never a new line
 
 
+SECRETS: Final = {"PGPASSWORD": "pg-secret-for-checks", "OPENAI_API_KEY": "sk-check-key-123"}
+PROBE: Final = 'id > marker; echo "pg=$PGPASSWORD key=$OPENAI_API_KEY store=$HARNESS_STORE" > leak'
+
+
+def run_check(
+    url: str, workers: list[Worker], tmp_path: Path, check: str, *flags: str
+) -> tuple[dict[str, Any], Path, str]:
+    """One batch task with `check`, in a workspace of its own, run on a worker started with
+    `flags` and the secrets above in its environment: its status row, the workspace, and
+    `harness batch status`'s text."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    line = {"prompt": "p", "model": model, "check": check, "cwd": str(workspace)}
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(line) + "\n")
+    env = {**SECRETS, "HARNESS_STORE": url}
+    workers.append(Worker(url, "checker", tmp_path, *flags, env=env))
+    ran = run_cli("batch", str(tasks), "--store", url, "--wait", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    batch = ran.stdout.splitlines()[0].removeprefix("batch ")
+    status = run_cli("batch", "status", batch, "--json", "--store", url)
+    [task] = json.loads(status.stdout)["tasks"]
+    text = run_cli("batch", "status", batch, "--store", url).stdout
+    return task, workspace, text
+
+
+@pytest.mark.parametrize(
+    "flags", [(), ("--sandbox", "workspace", "--approval", "deny", "--checks")], ids=str
+)
+def test_a_check_runs_nothing_without_checks_or_under_deny(
+    url: str, workers: list[Worker], tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """Whoever can write the queue chooses a check: a worker started without --checks, or
+    under --approval deny, runs none and records it skipped."""
+    task, workspace, text = run_check(url, workers, tmp_path, PROBE, *flags)
+    assert (task["status"], task["check"]) == ("completed", "skipped")
+    assert list(workspace.iterdir()) == []  # neither marker nor leak: nothing ran
+    assert "1 checks skipped: their workers run no checks" in text
+    assert "passed" in text.splitlines()[3] and text.splitlines()[3].split()[-1] == "-"
+
+
+def test_a_check_runs_in_the_sandbox_with_the_tools_environment(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """On a worker started with --checks the check runs in the task's directory, inside the
+    sandbox (it cannot write beside the workspace), and sees none of the worker's secrets."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    check = f"{PROBE}; ! echo escaped > {outside}/escape"
+    task, workspace, _ = run_check(
+        url, workers, tmp_path, check, "--sandbox", "workspace", "--checks"
+    )
+    assert (task["status"], task["check"]) == ("completed", "passed")
+    assert (workspace / "marker").read_text().startswith("uid=")
+    assert (workspace / "leak").read_text() == "pg= key= store=\n"
+    assert list(outside.iterdir()) == []
+
+
+def test_checks_need_the_sandbox(url: str, tmp_path: Path) -> None:
+    refused = run_cli("worker", "--store", url, "--sandbox", "off", "--checks")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "harness: error: --checks runs each batch check in the sandbox, and the sandbox is "
+        "off: start the worker with --sandbox workspace (bubblewrap), or without --checks"
+    )
+
+
 def test_html_goes_with_status_only(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"prompt": "p"}\n')
@@ -301,24 +375,216 @@ def test_html_goes_with_status_only(tmp_path: Path) -> None:
     )
 
 
-def test_a_bad_task_line_queues_nothing(url: str, tmp_path: Path) -> None:
+def schema_of(url: str) -> str:
+    return url.rsplit("search_path%3D", 1)[-1]
+
+
+def tables_in(url: str) -> list[str]:
+    """Every table of the store's schema and of DBOS's beside it."""
+    schema = schema_of(url)
+    with psycopg.connect(server_url()) as conn:
+        rows = conn.execute(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+            "WHERE table_schema IN (%s, %s) ORDER BY 1",
+            (schema, f"dbos_{schema}"),
+        ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        ({"prompt": "bad", "disable": "todo"}, '"disable": Input should be a valid array'),
+        ({"prompt": "bad", "variant": "a\x00b"}, '"variant": holds a NUL character'),
+        ({"prompt": "bad", "cwd": "/nowhere/at/all"}, "\"cwd\": '/nowhere/at/all' is not a"),
+        ({"prompt": " "}, '"prompt": must not be empty'),
+        ({"prompt": "bad", "turns": 3}, "unknown key 'turns' (known: prompt, model, check"),
+        ([1], "a task is a JSON object"),
+    ],
+    ids=["disable", "nul", "cwd", "blank", "unknown", "array"],
+)
+def test_a_bad_fourth_line_creates_nothing(url: str, tmp_path: Path, bad: Any, error: str) -> None:
+    """Every line is checked before anything is written: the first bad one is one line
+    naming it, and no session, task row or queued turn is left behind."""
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text('{"prompt": "fine"}\n{"prompt": "bad", "disable": "todo"}\n')
-    ran = run_cli("batch", str(tasks), "--store", url)
+    good = [json.dumps({"prompt": f"fine {n}", "variant": "v"}) for n in range(3)]
+    tasks.write_text("\n".join([*good, json.dumps(bad)]) + "\n")
+    before = tables_in(url)
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    ran = run_cli("batch", str(tasks), "--store", url, "--model", model)
     assert ran.returncode == 1
-    assert ran.stderr.strip() == (
-        f'harness: error: {tasks} line 2: "disable" must be a list of plugin names'
-    )
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith(f"harness: error: {tasks} line 4: {error}"), line
     listed = run_cli("sessions", "--json", "--store", url)
     assert json.loads(listed.stdout) == []
+    assert tables_in(url) == before
+
+
+def test_batch_status_shows_a_variant_name_without_its_terminal_escapes(
+    url: str, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    evil = "\x1b]0;owned\x07red\x1b[31m\x1b[2J"
+    tasks.write_text(json.dumps({"prompt": "p", "variant": evil}) + "\n")
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    ran = run_cli("batch", str(tasks), "--store", url, "--model", model)
+    assert ran.returncode == 0, ran.stderr
+    batch = ran.stdout.split()[1]
+    status = run_cli("batch", "status", batch, "--store", url)
+    assert status.returncode == 0, status.stderr
+    assert "\x1b" not in status.stdout and "\x07" not in status.stdout
+    assert status.stdout.splitlines()[1].split() == ["red"]
+    raw = json.loads(run_cli("batch", "status", batch, "--json", "--store", url).stdout)
+    assert raw["tasks"][0]["variant"] == evil  # --json stays verbatim
+
+
+def test_batch_status_of_a_store_without_batches_makes_no_table(url: str) -> None:
+    before = tables_in(url)
+    status = run_cli("batch", "status", "20260101-000000-abcdef", "--store", url)
+    assert status.returncode == 1
+    assert "no batch 20260101-000000-abcdef in" in status.stderr
+    assert tables_in(url) == before
+
+
+@pytest.mark.parametrize("command", [["submit", "hi"], ["batch", "TASKS"], ["worker"]])
+def test_a_command_against_an_empty_database_creates_nothing(
+    command: list[str], tmp_path: Path
+) -> None:
+    """A database where `harness store init` never ran: one line naming it, and neither
+    DBOS's tables nor harness's are made (nor a session)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"prompt": "p"}\n')
+    args = [str(tasks) if arg == "TASKS" else arg for arg in command]
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    with fresh_schema(server_url()) as empty:
+        extra = [] if command == ["worker"] else ["--model", model]
+        failed = run_cli(*args, "--store", empty, *extra, timeout=60)
+        assert failed.returncode == 1
+        [line] = failed.stderr.strip().splitlines()
+        assert "was never initialised: run `harness store init --store URL`" in line
+        assert tables_in(empty) == []
+
+
+def enqueue_raw(url: str, name: str, args: str, workflow_id: str) -> None:
+    """A row as anyone who can write the queue can write it: DBOS's own SQL function."""
+    schema = f"dbos_{schema_of(url)}"
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(
+            f'SELECT "{schema}".enqueue_workflow(workflow_name => %s, queue_name => '
+            "'harness_turns', positional_args => ARRAY[%s::json], workflow_id => %s, "
+            "app_version => 'harness-worker-1', queue_partition_key => %s)",
+            (name, args, workflow_id, workflow_id.split("/")[0]),
+        )
+
+
+def workflow_status(url: str, workflow_id: str) -> tuple[str, str | None]:
+    schema = f"dbos_{schema_of(url)}"
+    with psycopg.connect(server_url()) as conn:
+        row = conn.execute(
+            f'SELECT s.status, o.output FROM "{schema}".workflow_status s LEFT JOIN '
+            f'"{schema}".workflow_output o USING (workflow_uuid) WHERE s.workflow_uuid = %s',
+            (workflow_id,),
+        ).fetchone()
+    assert row is not None
+    return str(row[0]), row[1]
+
+
+def test_a_poisoned_queue_row_is_one_line_and_ends(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Rows harness never wrote (no session, wrong types, not an object, another workflow's
+    name) each make one line on the worker and end; none is a traceback or stays PENDING,
+    and the session a bad row named still takes its next turn."""
+    worker = Worker(url, "poisoned", tmp_path)
+    workers.append(worker)
+    model = write_script(tmp_path / "t.json", [{"text": "still fine"}])
+    session = run_cli("submit", "--store", url, "--model", model, "first").stdout.split()[0]
+    bad = {
+        "s1/no-session": '{"prompt": "p"}',
+        "s2/types": '{"session": 5, "prompt": ["p"]}',
+        "s3/string": '"just a string"',
+    }
+    for workflow_id, args in bad.items():
+        enqueue_raw(url, "harness_turn", args, workflow_id)
+    enqueue_raw(url, "evil_workflow", '{"session": "x", "prompt": "p"}', f"{session}/evil")
+    worker.expect(f"queued workflow {session}/evil (evil_workflow) never started", timeout=90)
+    for workflow_id in bad:
+        status, output = workflow_status(url, workflow_id)
+        assert status == "SUCCESS" and json.loads(output or "{}")["status"] == "error"
+        assert f"queued turn {workflow_id} is not a job" in worker.text()
+    assert workflow_status(url, f"{session}/evil")[0] == "CANCELLED"
+    lines = worker.text().splitlines()
+    assert not [line for line in lines if "Traceback" in line or line.startswith(" ")]
+    after = run_cli(
+        "submit", "--store", url, "--session", session, "--model", model, "--wait", "again"
+    )
+    assert after.returncode == 0 and "still fine" in after.stdout
+
+
+def socket_ports(pid: int) -> set[int]:
+    """The local TCP ports of the process's sockets (from /proc: no library needed)."""
+    import os
+
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_every_connection_of_a_worker_carries_its_name(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """DBOS's, the store's and harness-worker's own: a peer that takes the worker for dead
+    ends them all by that name, and with them the locks they hold."""
+    runs = tmp_path / "runs"
+    model = write_script(
+        tmp_path / "slow.json", [{"tool_calls": [bash_call(f"touch {runs}; sleep 10")]}]
+    )
+    worker = Worker(url, "named", tmp_path, env={"PGAPPNAME": None})
+    workers.append(worker)
+    run_cli("submit", "--store", url, "--model", model, "slow")
+    deadline = time.monotonic() + 60
+    while not runs.exists():  # mid-turn: the session's writer is open too
+        assert time.monotonic() < deadline, "the turn never started"
+        time.sleep(0.1)
+    ports = socket_ports(worker.process.pid)
+    with psycopg.connect(server_url()) as conn:
+        names = conn.execute(
+            "SELECT client_port, application_name FROM pg_stat_activity "
+            "WHERE client_port = ANY(%s)",
+            (list(ports),),
+        ).fetchall()
+    assert len(names) >= 3  # the heartbeat's, DBOS's pool and listener, the turn's writer
+    assert {name for _, name in names} == {"harness-worker named"}
 
 
 def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_path: Path) -> None:
+    """After a turn, SIGTERM: exit 0, the worker's row says it ended (a peer need not wait
+    for its lock or heartbeat), and it left no connection behind."""
     worker = Worker(url, "t", tmp_path)
     workers.append(worker)
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    assert run_cli("submit", "--store", url, "--model", model, "--wait", "p").returncode == 0
     worker.process.send_signal(signal.SIGTERM)
     assert worker.process.wait(timeout=60) == 0
     assert "stopping: no new turns" in worker.text()
+    schema = schema_of(url)
+    with psycopg.connect(server_url()) as conn:
+        ended = conn.execute(
+            f'SELECT ended IS NOT NULL FROM "{schema}".harness_workers WHERE id = %s', ("t",)
+        ).fetchone()
+        left = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'harness-worker t'"
+        ).fetchone()
+    assert ended == (True,) and left == (0,)
 
 
 def test_a_worker_refuses_what_it_cannot_do(

@@ -1,8 +1,10 @@
 """`harness batch FILE.jsonl [--wait]` and `harness batch status ID [--json]`.
 
-Every line of FILE is checked before anything is queued: a bad line is one error naming it,
-and no session is made. Each task then becomes a session with one queued turn and a row in
-`harness_tasks` (made before its turn is queued, so a fast worker always finds it).
+Every line of FILE is checked (`TaskLine`, a pydantic model) before anything is written: a
+bad line is one error naming it, and nothing is made. Each task then becomes a session with
+one queued turn and a row in `harness_tasks`; the rows and the turns are written in one
+transaction (the rows first, so a fast worker always finds its row), and should it fail the
+sessions are deleted again: no task is left waiting for a turn that was never queued.
 """
 
 from __future__ import annotations
@@ -13,19 +15,22 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, Final, TextIO
 
 from harness_core.hosts import CommandError
+from harness_core.sanitize import one_line
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from . import _engine, _tables
 
 if TYPE_CHECKING:
     from harness_core.runtime import Runtime
 
-__all__ = ["status", "submit"]
+__all__ = ["TaskLine", "status", "submit"]
 
-_KEYS: Final = {"prompt", "model", "check", "cwd", "variant", "disable"}
 FAILED: Final = ("error", "max_steps", "cancelled")
+JUDGED: Final = ("passed", "failed")
 DEFAULT_VARIANT: Final = "default"
 POLL_SECONDS: Final = 0.5
 
@@ -33,25 +38,24 @@ POLL_SECONDS: Final = 0.5
 def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: TextIO) -> int:
     tasks = _read(Path(path))
     url = _engine.database_url(runtime.store)
-    for spec in {task.get("model") or model for task in tasks} - {None}:
+    for spec in {task.model or model for task in tasks} - {None}:
         runtime.model(spec)  # a spec no plugin provides fails here, before anything is queued
+    _engine.store_ready(runtime.store)  # an uninitialised store: its one line, nothing made
     with _engine.translated(url, "cannot queue the batch"), _tables.connect(url) as conn:
         schema = _engine.queue_schema(conn, url)
         batch = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        jobs = [_job(runtime, batch, index, task, model) for index, task in enumerate(tasks)]
-        rows = [
-            (
-                job["position"],
-                job["session"],
-                _workflow_id(job),
-                job["variant"],
-                bool(job["check"]),
-            )
-            for job in jobs
-        ]
-        _tables.insert_tasks(conn, batch, rows)
-        for job in jobs:
-            _engine.enqueue(conn, schema, job, workflow_id=_workflow_id(job))
+        jobs: list[dict[str, Any]] = []
+        try:
+            for index, task in enumerate(tasks):  # a session the store refuses stops it all
+                jobs.append(_job(runtime, batch, index, task, model))
+            with conn.transaction():  # every task queued, or none
+                _tables.insert_tasks(conn, batch, [_row(job) for job in jobs])
+                for job in jobs:
+                    _engine.enqueue(conn, schema, job, workflow_id=_workflow_id(job))
+        except BaseException:
+            for job in jobs:  # the sessions made for it go too: no task waits forever
+                runtime.store.delete(job["session"])
+            raise
         print(f"batch {batch}", file=out, flush=True)
         if not wait:
             return 0
@@ -62,8 +66,57 @@ def _workflow_id(job: dict[str, Any]) -> str:
     return f"{job['session']}/{job['batch']}-{job['position']}"
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
-    """The tasks of FILE, each checked; the first bad line is a CommandError naming it."""
+def _row(job: dict[str, Any]) -> tuple[int, str, str, str | None, bool]:
+    return (job["position"], job["session"], _workflow_id(job), job["variant"], bool(job["check"]))
+
+
+def _stored(text: str) -> str:
+    if "\0" in text:  # PostgreSQL's text and jsonb cannot hold it
+        raise PydanticCustomError("nul", "holds a NUL character, which cannot be stored")
+    return text
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise PydanticCustomError("blank", "must not be empty")
+    return text
+
+
+def _directory(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:  # `~nobody` has no home, a name can be too long: each is "not a directory" too
+        cwd = Path(value).expanduser().resolve()
+        found = cwd.is_dir()
+    except (OSError, RuntimeError):
+        found = False
+    if not found:
+        raise PydanticCustomError("cwd", "{cwd} is not a directory", {"cwd": repr(value)})
+    from harness_core.tools.sandbox import workspace_problem
+
+    if (problem := workspace_problem(str(cwd))) is not None:
+        raise PydanticCustomError("workspace", "{problem}", {"problem": problem})
+    return str(cwd)
+
+
+Text = Annotated[str, AfterValidator(_stored)]
+
+
+class TaskLine(BaseModel):
+    """One line of a batch file: a task, its turn run once on a worker."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    prompt: Annotated[Text, AfterValidator(_not_blank)] = Field(description="the turn's prompt")
+    model: Text | None = Field(None, description="a model spec")
+    check: Text | None = Field(None, description="a shell command")
+    cwd: Annotated[Text | None, AfterValidator(_directory)] = Field(None, description="a directory")
+    variant: Text | None = Field(None, description="a variant's name")
+    disable: list[Text] = Field(default_factory=list, description="a list of plugin names")
+
+
+def _read(path: Path) -> list[TaskLine]:
+    """The tasks of FILE, every line checked; the first bad one is a CommandError naming it."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -77,52 +130,47 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return tasks
 
 
-def _task(line: str, where: str) -> dict[str, Any]:
+def _task(line: str, where: str) -> TaskLine:
     try:
-        task = json.loads(line)
-    except ValueError as exc:
-        raise CommandError(f"{where}: not JSON ({exc})") from None
-    if not isinstance(task, dict):
-        raise CommandError(f"{where}: a task is a JSON object")
-    unknown = sorted(set(task) - _KEYS)
-    if unknown:
-        raise CommandError(
-            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
-        )
-    if not isinstance(task.get("prompt"), str) or not task["prompt"].strip():
-        raise CommandError(f'{where}: a task needs a non-empty "prompt"')
-    for key in ("model", "check", "cwd", "variant"):
-        if key in task and not isinstance(task[key], str):
-            raise CommandError(f'{where}: "{key}" must be a string')
-    disable = task.get("disable", [])
-    if not isinstance(disable, list) or not all(isinstance(d, str) for d in disable):
-        raise CommandError(f'{where}: "disable" must be a list of plugin names')
-    if "cwd" in task:
-        from harness_core.tools.sandbox import workspace_problem
+        return TaskLine.model_validate_json(line)
+    except ValidationError as exc:
+        raise CommandError(f"{where}: {_problem(exc.errors()[0])}") from None
 
-        cwd = Path(task["cwd"]).expanduser().resolve()
-        if not cwd.is_dir():
-            raise CommandError(f"{where}: cwd {task['cwd']!r} is not a directory")
-        if (problem := workspace_problem(str(cwd))) is not None:
-            raise CommandError(f"{where}: {problem}")
-        task["cwd"] = str(cwd)
-    return task
+
+def _problem(error: ErrorDetails) -> str:
+    """One pydantic error as a line: which key, what is wrong, and what it should be."""
+    loc, kind = error["loc"], error["type"]
+    key = str(loc[0]) if loc else ""
+    if kind == "extra_forbidden":
+        return f"unknown key {key!r} (known: {', '.join(TaskLine.model_fields)})"
+    if kind == "json_invalid":
+        return f"not JSON ({error['msg'].removeprefix('Invalid JSON: ')})"
+    if kind == "workspace":
+        return str(error.get("ctx", {}).get("problem"))
+    if kind == "model_type":
+        return "a task is a JSON object"
+    if kind == "missing":
+        return f'a task needs a "{key}"'
+    field = TaskLine.model_fields.get(key)
+    wanted = f" ({field.description})" if field is not None and field.description else ""
+    item = "".join(f"[{part}]" for part in loc[1:])
+    return f'"{key}"{item}: {error["msg"]}{wanted}'
 
 
 def _job(
-    runtime: Runtime, batch: str, index: int, task: dict[str, Any], model: str | None
+    runtime: Runtime, batch: str, index: int, task: TaskLine, model: str | None
 ) -> dict[str, Any]:
     # No cwd: the session names none, and its turn runs where the worker runs.
-    log = runtime.store.create(system_prompt=runtime.system_prompt(), cwd=task.get("cwd"))
+    log = runtime.store.create(system_prompt=runtime.system_prompt(), cwd=task.cwd)
     log.close()
     return {
         "session": log.session_id,
-        "prompt": task["prompt"],
-        "model": task.get("model") or model,
-        "disable": task.get("disable", []),
-        "check": task.get("check"),
-        "cwd": task.get("cwd"),
-        "variant": task.get("variant"),
+        "prompt": task.prompt,
+        "model": task.model or model,
+        "disable": list(task.disable),
+        "check": task.check,
+        "cwd": task.cwd,
+        "variant": task.variant,
         "batch": batch,
         "position": index,
     }
@@ -190,8 +238,8 @@ def status(
 ) -> int:
     url = _engine.database_url(runtime.store)
     with _engine.translated(url, "cannot read the batch"), _tables.connect(url) as conn:
-        _tables.ensure(conn)
-        tasks = _tables.tasks(conn, batch)
+        # A read makes nothing: where the tables were never made there is no batch.
+        tasks = _tables.tasks(conn, batch) if _tables.made(conn) else []
     if not tasks:
         raise CommandError(f"no batch {batch} in {runtime.store.url}")
     report = _report(batch, tasks)
@@ -249,7 +297,7 @@ def _variants(tasks: list[_tables.Task]) -> dict[str, dict[str, Any]]:
 
 def _variant(tasks: list[_tables.Task]) -> dict[str, Any]:
     ended = [t for t in tasks if t.steps is not None and t.state not in ("queued", "running")]
-    checked = [t for t in tasks if t.check is not None]
+    checked = [t for t in tasks if t.check in JUDGED]  # a skipped check judged nothing
 
     def mean(values: list[float]) -> float | None:
         return round(sum(values) / len(values), 3) if values else None
@@ -278,16 +326,25 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     variants = report["variants"]
+    # A variant's name is the batch file's: its terminal escapes are never printed raw.
     names = list(variants)
+    shown = [one_line(name, 40) for name in names]
     width = max(len(label) for label, _ in VARIANT_ROWS)
-    columns = [max(len(name), 10) for name in names]
+    columns = [max(len(name), 10) for name in shown]
     print(
-        f"{'':{width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, columns, strict=True)),
+        f"{'':{width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(shown, columns, strict=True)),
         file=out,
     )
     for label, cell in VARIANT_ROWS:
         cells = "  ".join(f"{cell(variants[n]):>{w}}" for n, w in zip(names, columns, strict=True))
         print(f"{label:{width}}  {cells}", file=out)
+    skipped = sum(task["check"] == "skipped" for task in report["tasks"])
+    if skipped:
+        print(
+            f"{skipped} checks skipped: their workers run no checks (start them with "
+            "--checks, and not under --approval deny)",
+            file=out,
+        )
 
 
 def percent(value: float | None) -> str:

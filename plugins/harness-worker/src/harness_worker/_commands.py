@@ -52,6 +52,11 @@ def _configure_worker(parser: ArgumentParser) -> None:
     )
     parser.add_argument("--sandbox", choices=("workspace", "off"), help="where bash runs")
     parser.add_argument("--id", metavar="ID", help="this worker's identity (default HOST-PID)")
+    parser.add_argument(
+        "--checks",
+        action="store_true",
+        help="run batch tasks' checks, in the sandbox (else each is recorded skipped)",
+    )
 
 
 def _positive(text: str) -> int:
@@ -80,28 +85,46 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
     lapse = _lapse(os.environ.get("HARNESS_WORKER_LAPSE"))
     # A sandbox outlives this worker stopped (SIGSTOP, a frozen machine) by half the lapse
     # after which a peer takes its turns: a recovered turn never runs beside its command.
-    runtime.use_sandbox(args.sandbox, lapse=lapse / 2)
+    mode = runtime.use_sandbox(args.sandbox, lapse=lapse / 2)
+    if args.checks and mode == "off":
+        # Whoever can write the queue chooses a check: it never runs outside a sandbox.
+        raise CommandError(
+            "--checks runs each batch check in the sandbox, and the sandbox is off: start "
+            "the worker with --sandbox workspace (bubblewrap), or without --checks"
+        )
     worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
-    # Every connection this process makes names the worker (libpq reads PGAPPNAME), so a
-    # peer that takes it for dead can end them, and with them the locks they hold.
-    os.environ["PGAPPNAME"] = _tables.app_name(worker_id)
-    conn = _tables.connect(url)
+    # Every connection of the worker names it (`application_name`), so a peer that takes it
+    # for dead can end them, and with them the locks they hold: the store's (the turns'
+    # writers), harness-worker's own and DBOS's.
+    name = _tables.app_name(worker_id)
+    named = _engine.with_application_name(url, name)
+    runtime.store = runtime.open_store(named)
+    _engine.store_ready(runtime.store)  # an uninitialised store: its one line, nothing made
+    conn = _tables.connect(named)
     with _engine.translated(url, "cannot start the worker"):
         schema = _engine.system_schema(_tables.ensure(conn))
         workers = _tables.Workers(conn, worker_id)
         holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")
-    _turn.serve(_turn.WorkerHost(runtime, policy, url, args.concurrency))
-    _engine.launch(url, schema, worker_id, args.concurrency)
+    host = _turn.WorkerHost(runtime, policy, named, args.concurrency, checks=args.checks)
+    _turn.serve(host)
+    _engine.launch(named, schema, worker_id, args.concurrency, name)
     print(
         f"worker {worker_id}: taking turns from {redact_url(url)} "
-        f"({args.concurrency} at once); SIGTERM or Ctrl-C stops it",
+        f"({args.concurrency} at once, {_checks(args.checks, policy)}); "
+        "SIGTERM or Ctrl-C stops it",
         file=ctx.stdout,
         flush=True,
     )
-    _watch(workers, lapse, ctx)
-    return _stop(ctx)
+    _watch(workers, host, lapse, ctx)
+    return _stop(host, workers, ctx)
+
+
+def _checks(asked: bool, policy: str) -> str:
+    if not asked:
+        return "batch checks skipped: --checks runs them"
+    return "batch checks skipped under --approval deny" if policy == "deny" else "batch checks run"
 
 
 def _lapse(text: str | None) -> float:
@@ -120,12 +143,11 @@ def _lapse(text: str | None) -> float:
     return value
 
 
-def _watch(workers: Any, lapse: float, ctx: CommandContext) -> None:
-    """Beat, and hand back the turns of peers that are gone, until SIGTERM or Ctrl-C."""
+def _watch(workers: Any, host: Any, lapse: float, ctx: CommandContext) -> None:
+    """Beat, hand back the turns of peers that are gone, and end what this worker was handed
+    but cannot run, until SIGTERM or Ctrl-C."""
     import signal
     import threading
-
-    from . import _engine
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -136,14 +158,40 @@ def _watch(workers: Any, lapse: float, ctx: CommandContext) -> None:
             gone = workers.gone(lapse)
         except Exception as exc:  # psycopg's: the connection was ended, or the server left
             _lost(workers.id, exc)
-        if gone:
-            for worker in gone:
-                count = _engine.recover([worker])
-                print(
-                    f"worker {worker} is gone: {count} of its turns go back to the queue",
-                    file=ctx.stdout,
-                    flush=True,
-                )
+        _recover(gone, ctx)
+        _cancel_stranded(host, workers.id, ctx)
+
+
+def _recover(gone: list[str], ctx: CommandContext) -> None:
+    from . import _engine
+
+    for worker in gone:
+        count = _engine.recover([worker])
+        print(
+            f"worker {worker} is gone: {count} of its turns go back to the queue",
+            file=ctx.stdout,
+            flush=True,
+        )
+
+
+def _cancel_stranded(host: Any, worker_id: str, ctx: CommandContext) -> None:
+    """A queue row harness did not write (another workflow's name, inputs DBOS cannot read)
+    is one line and is cancelled, so it holds no session's turns back."""
+    from dbos import DBOS
+    from harness_core.sanitize import one_line
+
+    try:
+        stranded = host.stranded(worker_id)
+    except Exception:  # the database is away this beat: the next one looks again
+        return
+    for workflow, name in stranded:
+        DBOS.cancel_workflow(workflow)
+        print(
+            f"queued workflow {one_line(workflow, 80)} ({one_line(str(name), 40)}) never "
+            "started on this worker: no worker runs it, so it is cancelled",
+            file=ctx.stdout,
+            flush=True,
+        )
 
 
 def _lost(worker_id: str, exc: Exception) -> NoReturn:
@@ -163,9 +211,10 @@ def _lost(worker_id: str, exc: Exception) -> NoReturn:
     os._exit(1)
 
 
-def _stop(ctx: CommandContext) -> int:
-    """Take no more turns, give running ones GRACE_SECONDS to end, and leave: a turn still
-    running is recovered by a peer like a dead worker's, once this process is gone."""
+def _stop(host: Any, workers: Any, ctx: CommandContext) -> int:
+    """Take no more turns, give running ones GRACE_SECONDS to end, and leave in order: DBOS
+    shut down, this worker's row marked ended and its connection closed. A turn still
+    running then is recovered by a peer like a dead worker's, once this process is gone."""
     import os
     import sys
 
@@ -173,10 +222,15 @@ def _stop(ctx: CommandContext) -> int:
 
     print("stopping: no new turns; waiting for running ones", file=ctx.stdout, flush=True)
     DBOS.destroy(workflow_completion_timeout_sec=GRACE_SECONDS)
-    ctx.stdout.flush()
-    sys.stderr.flush()
-    # A turn still running holds a thread the interpreter would wait for at exit.
-    os._exit(0)
+    if host.running():
+        # Its thread cannot be stopped from outside and the interpreter would wait for it
+        # at exit; the turn is a peer's to go on with, so the process leaves without it.
+        ctx.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    workers.leave()
+    workers.conn.close()
+    return 0
 
 
 WORKER: Final = Command(
@@ -186,7 +240,10 @@ WORKER: Final = Command(
     configure=_configure_worker,
     description="Takes turns from the queue in the store's database and runs them, at most "
     "--concurrency at once, until SIGTERM or Ctrl-C. A worker whose process died has its "
-    "turns recovered by the live ones; one restarted with the same --id recovers its own.",
+    "turns recovered by the live ones; one restarted with the same --id recovers its own. "
+    "A batch task's check runs only with --checks (in the sandbox, in the task's directory, "
+    "with the tools' environment) and never under --approval deny; else it is recorded "
+    "skipped.",
 )
 
 
@@ -213,28 +270,38 @@ def _submit(args: Namespace, ctx: CommandContext) -> int:
     url = _engine.database_url(runtime.store)
     if args.model:
         runtime.model(args.model)  # a spec no plugin provides fails here, not on a worker
+    if args.session is not None:
+        _existing(runtime, args.session)
+    else:
+        _engine.store_ready(runtime.store)  # an uninitialised store: its one line, nothing made
     with _engine.translated(url, "cannot queue the turn"), _tables.connect(url) as conn:
         schema = _engine.queue_schema(conn, url)  # reached before the turn's session is made
-        session_id = _session(runtime, args.session)
+        session_id = args.session or _new_session(runtime)
         job = {"session": session_id, "prompt": prompt, "model": args.model}
-        workflow = _engine.enqueue(conn, schema, job)
+        try:
+            workflow = _engine.enqueue(conn, schema, job)
+        except BaseException:
+            if args.session is None:  # a new session without its turn is nobody's
+                runtime.store.delete(session_id)
+            raise
         print(session_id, file=ctx.stdout, flush=True)
         if not args.wait:
             return 0
         return _follow.follow(runtime, (conn, schema), session_id, workflow, ctx.stdout)
 
 
-def _session(runtime: Runtime, session_id: str | None) -> str:
-    """The session the turn goes to: `session_id`, which must exist, or a new one."""
+def _existing(runtime: Runtime, session_id: str) -> None:
+    """The session the turn goes to must exist (asking checks the store's schema too)."""
     from harness_core.log import SessionNotFound
 
-    if session_id is None:
-        log = runtime.create()
-        log.close()
-        return log.session_id
     if runtime.store.latest(session_id, ("session/start",)) is None:
         raise SessionNotFound(f"no session {session_id} in {runtime.store.url}")
-    return session_id
+
+
+def _new_session(runtime: Runtime) -> str:
+    log = runtime.create()
+    log.close()
+    return log.session_id
 
 
 SUBMIT: Final = Command(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
 from harness_core.hosts import CommandError
@@ -37,7 +37,9 @@ __all__ = [
     "queue_schema",
     "quiet_dbos",
     "recover",
+    "store_ready",
     "system_schema",
+    "with_application_name",
 ]
 
 QUEUE: Final = "harness_turns"
@@ -63,6 +65,16 @@ def postgres_url(store: Store) -> str | None:
     return "postgresql://" + raw.split("://", 1)[1]
 
 
+def with_application_name(url: str, name: str) -> str:
+    """`url` with its connections named `name` (libpq's `application_name` parameter)."""
+    from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, True) if k != "application_name"]
+    query.append(("application_name", name))
+    return parts._replace(query=urlencode(query, quote_via=quote)).geturl()
+
+
 def database_url(store: Store) -> str:
     """`postgres_url`, or a one-line error for a store that is not a PostgreSQL one."""
     url = postgres_url(store)
@@ -72,6 +84,17 @@ def database_url(store: Store) -> str:
             "--store postgresql://USER@HOST/DATABASE (or HARNESS_STORE)"
         )
     return url
+
+
+def store_ready(store: Store) -> None:
+    """The store's own check of its schema, before anything is made beside it: on a database
+    where `harness store init` never ran this is its one line naming that command, and
+    neither DBOS's tables nor harness-worker's are made. (Any query of the store checks its
+    schema first; this one asks for a session no store has.)"""
+    from harness_core.log import SessionNotFound
+
+    with suppress(SessionNotFound):
+        store.latest("", ("session/start",))
 
 
 def quiet_dbos() -> None:
@@ -179,9 +202,10 @@ def outcome(conn: Connection, schema: str, workflow_id: str) -> tuple[str, Any, 
     return str(status), json.loads(output) if output else None, error
 
 
-def launch(url: str, schema: str, worker_id: str, concurrency: int) -> None:
+def launch(url: str, schema: str, worker_id: str, concurrency: int, app_name: str) -> None:
     """Start DBOS in this process as the executor `worker_id`, taking up to `concurrency`
-    turns at once from the queue (and first its own turns a previous run left pending)."""
+    turns at once from the queue (and first its own turns a previous run left pending), each
+    of its connections named `app_name`."""
     quiet_dbos()
     from dbos import DBOS
 
@@ -197,6 +221,8 @@ def launch(url: str, schema: str, worker_id: str, concurrency: int) -> None:
             "application_version": VERSION,
             "log_level": "WARNING",
             "sys_db_pool_size": max(4, 2 * concurrency + 2),
+            # DBOS names its connections `dbos_transact` unless told otherwise.
+            "db_engine_kwargs": {"connect_args": {"application_name": app_name}},
         }
     )
     with translated(url, "cannot start the worker"):
@@ -215,9 +241,20 @@ def recover(worker_ids: list[str]) -> int:
     by whichever worker takes them next: how many there were.
 
     DBOS recovers an executor's pending workflows when an executor with the same id starts
-    again, and not on its own when one dies for good; asking for it is this call (which
-    DBOS makes idempotent: a workflow already taken by a live executor is left alone).
+    again, and not on its own when one dies for good. Its public API does it here: the
+    peer's PENDING workflows (`DBOS.list_workflows`), each resumed on the queue
+    (`DBOS.resume_workflow`, which enqueues it again in its partition and leaves a workflow
+    that has ended alone); the workflow then runs again from its recorded steps.
     """
     from dbos import DBOS
 
-    return len(DBOS._recover_pending_workflows(worker_ids))
+    flows = DBOS.list_workflows(
+        status="PENDING",
+        executor_id=worker_ids,
+        queue_name=QUEUE,
+        load_input=False,
+        load_output=False,
+    )
+    for flow in flows:
+        DBOS.resume_workflow(flow.workflow_id, queue_name=QUEUE)
+    return len(flows)

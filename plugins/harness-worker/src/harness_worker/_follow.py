@@ -8,7 +8,7 @@ cancelled one, 1 otherwise with the reason on stderr.
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from harness_core.hosts import CommandError, one_line
@@ -23,8 +23,16 @@ if TYPE_CHECKING:
 
 __all__ = ["follow"]
 
-POLL_SECONDS: Final = 0.02
+# While the turn waits or runs, a commit to the session (the store's notification) wakes the
+# follower at once; DBOS's own status, which no notification announces, is looked at this
+# often (a turn cancelled before it started, a row that was not a job)...
+IDLE_SECONDS: Final = 0.5
+# ...and this often while a worker holds the turn and the log is at rest (just before the
+# turn starts, or after its end until its workflow has ended too, a few milliseconds later).
+# A store that cannot notify is polled at this pace throughout.
+SETTLE_SECONDS: Final = 0.02
 EXIT_CANCELLED: Final = 130
+RUNNING: Final = ("ENQUEUED", "PENDING", "DELAYED")
 
 
 def follow(
@@ -37,13 +45,28 @@ def follow(
     """Show the turn's events until its workflow ends; `queue` is the connection and DBOS's
     schema it was queued on."""
     reader = runtime.reader(session_id)
+    committed = threading.Event()
+
+    def notify(session: str, seq: int) -> None:
+        if session == session_id:
+            committed.set()
+
+    # Not stopped: listening ends with this one-shot process, and a stop waits for the
+    # listener's next look (up to half a second) that `harness submit --wait` would add.
+    notified = runtime.store.subscribe(notify) is not None
+    last = ""
     while True:
+        committed.clear()  # before reading: a commit from here on wakes the wait below
         status, summary, error = outcome(*queue, workflow)
         for event in reader.refresh():
             _show(event, out)
-        if status not in ("ENQUEUED", "PENDING", "DELAYED"):
+            last = event.type
+        if status not in RUNNING:
             break
-        time.sleep(POLL_SECONDS)
+        # Taken by a worker and the log at rest: the turn is about to start or has just
+        # ended, and its workflow's end comes with no commit to announce it.
+        settling = status == "PENDING" and last in ("turn/end", "session/start")
+        committed.wait(IDLE_SECONDS if notified and not settling else SETTLE_SECONDS)
     for event in reader.refresh():  # what was committed between the last look and the end
         _show(event, out)
     return _status(status, summary, error)

@@ -27,6 +27,7 @@ __all__ = [
     "ensure",
     "exists",
     "insert_tasks",
+    "made",
     "record",
     "tasks",
 ]
@@ -82,6 +83,12 @@ def ensure(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
         conn.execute(SCHEMA)
     row = conn.execute("SELECT current_schema()").fetchone()
     return str(row[0]) if row else "public"
+
+
+def made(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+    """Whether `ensure` ever ran in the connection's schema."""
+    row = conn.execute("SELECT to_regclass('harness_tasks')").fetchone()
+    return bool(row and row[0])
 
 
 def exists(conn: psycopg.Connection[tuple[Any, ...]], schema: str, table: str) -> bool:
@@ -188,14 +195,16 @@ def insert_tasks(
         )
 
 
-def record(conn: psycopg.Connection[tuple[Any, ...]], job: dict[str, Any], **fields: Any) -> None:
-    """Set `fields` on the task row of `job` (a job that is not a batch's has none)."""
-    if job.get("batch") is None or not fields:
+def record(
+    conn: psycopg.Connection[tuple[Any, ...]], batch: str, position: int, **fields: Any
+) -> None:
+    """Set `fields` on the row of the task at `position` of `batch`."""
+    if not fields:
         return
     columns = ", ".join(f"{name} = %s" for name in fields)
     conn.execute(
         f"UPDATE harness_tasks SET {columns} WHERE batch = %s AND position = %s",
-        (*fields.values(), job["batch"], job["position"]),
+        (*fields.values(), batch, position),
     )
 
 

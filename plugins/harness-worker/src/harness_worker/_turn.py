@@ -1,8 +1,7 @@
 """What a turn is on a worker: the DBOS workflow `harness_turn`, and how it goes on.
 
-A job is a JSON object: `session`, `prompt`, `model` (a spec, or None for the worker's
-default), `disable` (plugins whose tools the turn goes without), `check` and `cwd` (a
-batch task's), `batch` and `position` (its row). The workflow takes the session's writer,
+A job is a JSON object (`_job.Job`, checked before anything runs: a row that is not one ends
+as an error, with one line). The workflow takes the session's writer,
 then claims the turn number the log gives it next, in a DBOS step: DBOS records the answer,
 so when the worker dies and another recovers the workflow, the step answers the number
 first claimed, and the log says what became of that turn:
@@ -13,28 +12,35 @@ first claimed, and the log says what became of that turn:
   a second time behind the log's back;
 - ended: nothing runs again.
 
-Then a batch task's check runs in its directory, and its row gets the turn's figures.
+Then a batch task's check runs, and its row gets the turn's figures. Whoever can write the
+queue chooses a check, so a check is a command like any other: it runs only on a worker
+started with `--checks` and never under `--approval deny` (else it is recorded "skipped" and
+nothing runs), in the sandbox the worker's bash runs in, in the task's directory, with the
+tool environment (no keys, no store URL) and a time limit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from dbos import DBOS
+from harness_core import secret
 from harness_core.log import SessionLocked
 from harness_core.runtime import SetupError
-from harness_core.tools.sandbox import workspace_problem
+from harness_core.tools import sandbox
 
 from . import _tables
-from ._engine import WORKFLOW
+from ._engine import QUEUE, WORKFLOW
+from ._job import Job, parse
 
 if TYPE_CHECKING:
     from harness_core.log import Event, SessionLog
@@ -50,6 +56,9 @@ logger = logging.getLogger("harness.worker")
 LOCK_WAIT: Final = 30.0
 CHECK_TIMEOUT: Final = 600.0
 CANCEL_POLL_SECONDS: Final = 0.5
+# DBOS hands a taken workflow to a thread within milliseconds; one not in `harness_turn` after
+# this long never will be.
+STRANDED_SECONDS: Final = 10.0
 
 _host: WorkerHost | None = None
 
@@ -66,10 +75,18 @@ def _claim(next_turn: int) -> int:
 
 
 @DBOS.workflow(name=WORKFLOW)
-def harness_turn(job: dict[str, Any]) -> dict[str, Any]:
+def harness_turn(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """One queued turn; any arguments at all, since whoever writes the queue chooses them."""
     if _host is None:
         raise RuntimeError("harness_turn runs in `harness worker` only")
-    return _host.run(job).as_dict()
+    workflow = DBOS.workflow_id
+    job = parse(args, kwargs)
+    if isinstance(job, str):
+        logger.warning("queued turn %s is not a job (%s): it ends as an error", workflow, job)
+        _host.reject(args)
+        return Summary("error", f"not a job: {job}", 0, (0, 0, 0), 0.0, False, None).as_dict()
+    with _host.started(workflow):
+        return _host.run(job).as_dict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +99,7 @@ class Summary:
     tokens: tuple[int, int, int]  # input, output, cached
     seconds: float
     plan_used: bool
-    check: str | None  # "passed", "failed", or None without a check
+    check: str | None  # "passed", "failed", "skipped", or None without a check
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,26 +116,86 @@ class Summary:
 class WorkerHost:
     """Runs jobs on the process's runtime under the worker's approval policy."""
 
-    def __init__(self, runtime: Runtime, policy: Policy, url: str, concurrency: int = 1) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        policy: Policy,
+        url: str,
+        concurrency: int = 1,
+        *,
+        checks: bool = False,
+    ) -> None:
         self.runtime = runtime
         self.policy = policy
         self.url = url
+        # Checks run only where the worker's operator said so (`--checks`), never under deny.
+        self.checks = checks and policy != "deny"
         # DBOS keeps one per-worker limit for the whole queue (the last worker started sets
         # it): a worker started with a smaller --concurrency still holds itself to its own.
         self._slots = threading.BoundedSemaphore(concurrency)
+        self._active: set[str | None] = set()  # the workflows in `harness_turn` now
+        self._stranded: dict[str, float] = {}  # first seen taken and not started: when
+        self._lock = threading.Lock()
 
-    def run(self, job: dict[str, Any]) -> Summary:
+    @contextmanager
+    def started(self, workflow: str | None) -> Iterator[None]:
+        with self._lock:
+            self._active.add(workflow)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active.discard(workflow)
+
+    def running(self) -> bool:
+        """Whether a turn is in `harness_turn` now."""
+        with self._lock:
+            return bool(self._active)
+
+    def stranded(self, worker_id: str) -> list[tuple[str, str]]:
+        """(id, name) of each workflow DBOS took for this worker from the queue that never
+        reached `harness_turn` within STRANDED_SECONDS: a row of another workflow's name, or
+        inputs DBOS cannot read, which would otherwise hold its partition PENDING forever."""
+        flows = DBOS.list_workflows(
+            status="PENDING",
+            executor_id=worker_id,
+            queue_name=QUEUE,
+            load_input=False,
+            load_output=False,
+        )
+        now, found = time.monotonic(), []
+        with self._lock:
+            waiting = {f.workflow_id: f.name for f in flows if f.workflow_id not in self._active}
+            self._stranded = {w: self._stranded.get(w, now) for w in waiting}
+            for workflow, since in self._stranded.items():
+                if now - since >= STRANDED_SECONDS:
+                    found.append((workflow, waiting[workflow]))
+        return found
+
+    def reject(self, args: tuple[Any, ...]) -> None:
+        """A row that is not a job but names a batch's task (one key of it was bad): the
+        task ends as an error, so `harness batch --wait` does not wait for it forever."""
+        raw = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
+        batch, position = raw.get("batch"), raw.get("position")
+        if not (isinstance(batch, str) and "\0" not in batch and type(position) is int):
+            return
+        if -(2**31) <= position < 2**31:  # the column's range
+            with _tables.connect(self.url) as conn:
+                _tables.record(conn, batch, position, state="error")
+
+    def run(self, job: Job) -> Summary:
         with self._slots:
             return self._run(job)
 
-    def _run(self, job: dict[str, Any]) -> Summary:
+    def _run(self, job: Job) -> Summary:
         self._record(job, state="running")
         workflow = DBOS.workflow_id  # this turn's, read here where DBOS's context is
         try:
             turn, events = anyio.run(self._turn, job, workflow)
             summary = self._summary(job, turn, events)
+            summary = replace(summary, check=anyio.run(self._check, job))
         except Exception as exc:  # the turn could not run: say why on its row and result
-            logger.warning("turn of session %s failed: %s", job["session"], exc)
+            logger.warning("turn of session %s failed: %s", job.session, exc)
             summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
         self._record(
             job,
@@ -133,16 +210,14 @@ class WorkerHost:
         )
         return summary
 
-    def _record(self, job: dict[str, Any], **fields: Any) -> None:
-        if job.get("batch") is not None:  # only a batch's task has a row
+    def _record(self, job: Job, **fields: Any) -> None:
+        if job.batch is not None and job.position is not None:  # only a batch's task has a row
             with _tables.connect(self.url) as conn:
-                _tables.record(conn, job, **fields)
+                _tables.record(conn, job.batch, job.position, **fields)
 
-    async def _turn(
-        self, job: dict[str, Any], workflow: str | None
-    ) -> tuple[int, list[Event] | None]:
+    async def _turn(self, job: Job, workflow: str | None) -> tuple[int, list[Event] | None]:
         """The turn's number, and its events when this process ran all of it."""
-        if job.get("cwd") and (problem := workspace_problem(job["cwd"])) is not None:
+        if job.cwd and (problem := sandbox.workspace_problem(job.cwd)) is not None:
             raise SetupError(problem)  # a row queued past `harness batch`'s checks
         session = await self._open(job)
         seen: list[Event] = []
@@ -157,36 +232,36 @@ class WorkerHost:
                 if workflow is not None:
                     group.start_soon(_cancel_when_asked, session, workflow)
                 if start is None or start.turn is None or start.turn < turn:
-                    await session.run(job["prompt"], job.get("model"))
+                    await session.run(job.prompt, job.model)
                 elif _is_open(session.log, start):
-                    await session.go_on(job.get("model"))
+                    await session.go_on(job.model)
                     seen = []  # part of the turn is another process's: read it back
                 group.cancel_scope.cancel()
             return turn, seen or None
         finally:
             await session.aclose()
 
-    async def _open(self, job: dict[str, Any]) -> SessionRuntime:
+    async def _open(self, job: Job) -> SessionRuntime:
         runtime = self.runtime
         approval = runtime.approval(self.policy, None)
-        tools = runtime.host.tools.without(job.get("disable") or ())
+        tools = runtime.host.tools.without(job.disable)
         deadline = time.monotonic() + LOCK_WAIT
         while True:
             try:
                 session = runtime.open(
-                    job["session"], runtime.model, approval=approval, tools=tools, go_on=True
+                    job.session, runtime.model, approval=approval, tools=tools, go_on=True
                 )
             except SessionLocked:
                 if time.monotonic() > deadline:
                     raise
                 await anyio.sleep(0.2)
                 continue
-            session.default_spec = job.get("model")
+            session.default_spec = job.model
             return session
 
-    def _summary(self, job: dict[str, Any], turn: int, seen: list[Event] | None) -> Summary:
+    def _summary(self, job: Job, turn: int, seen: list[Event] | None) -> Summary:
         if seen is None:  # a turn another process began: its events come from the store
-            seen = list(self.runtime.store.read(job["session"]))
+            seen = list(self.runtime.store.read(job.session))
         events = [e for e in seen if e.turn == turn]
         end = next((e for e in reversed(events) if e.type == "turn/end"), None)
         steps, tokens = 0, [0, 0, 0]
@@ -204,8 +279,25 @@ class WorkerHost:
             tokens=(tokens[0], tokens[1], tokens[2]),
             seconds=_seconds(events[0], events[-1]) if events else 0.0,
             plan_used=any(e.type == "todo/write" for e in events),
-            check=_check(job),
+            check=None,
         )
+
+    async def _check(self, job: Job) -> str | None:
+        """A batch task's check after its turn: exit 0 passes; "skipped" where none may run."""
+        if not job.check:
+            return None
+        if not self.checks:
+            return "skipped"
+        try:
+            code = await _sandboxed(job.check, job.cwd or os.getcwd())
+        except (OSError, sandbox.SandboxCrashed) as exc:
+            logger.warning("the check of session %s did not run: %s", job.session, exc)
+            return "failed"
+        if code is None:
+            logger.warning(
+                "the check of session %s timed out after %gs", job.session, CHECK_TIMEOUT
+            )
+        return "passed" if code == 0 else "failed"
 
 
 async def _cancel_when_asked(session: SessionRuntime, workflow: str) -> None:
@@ -228,23 +320,34 @@ def _seconds(first: Event, last: Event) -> float:
     return (datetime.fromisoformat(last.ts) - datetime.fromisoformat(first.ts)).total_seconds()
 
 
-def _check(job: dict[str, Any]) -> str | None:
-    """A batch task's check, run in its directory after the turn: exit 0 passes."""
-    command = job.get("check")
-    if not command:
-        return None
+class _CheckOwner:
+    """What a check's sandbox belongs to: its own, ended when the check is over."""
+
+
+async def _sandboxed(command: str, cwd: str) -> int | None:
+    """`bash -c command`'s exit status, run as the bash tool runs a call (the installed
+    sandbox, the tool environment), or None when it ran out of time (then it is killed)."""
+    owner = _CheckOwner()
+    started = await sandbox.current().start(
+        ["bash", "-c", command],
+        cwd,
+        secret.current().tool_environment(os.environ),
+        owner=owner,
+    )
     try:
-        done = subprocess.run(
-            command,
-            shell=True,
-            cwd=job.get("cwd") or os.getcwd(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=CHECK_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        logger.warning("the check of session %s did not run: %s", job["session"], exc)
-        return "failed"
-    return "passed" if done.returncode == 0 else "failed"
+        with anyio.move_on_after(CHECK_TIMEOUT):
+            async with anyio.create_task_group() as group:
+                group.start_soon(_drain, started)
+                code = await started.wait()
+                started.kill()  # what it left behind, so the output ends
+            return code
+        return None
+    finally:
+        started.kill()
+        await started.aclose()
+
+
+async def _drain(command: sandbox.Command) -> None:
+    """A check is judged by its status; its output is read only so that it never blocks."""
+    async for _ in command.output():
+        pass
