@@ -90,11 +90,12 @@ def store_ready(store: Store) -> None:
     """The store's own check of its schema, before anything is made beside it: on a database
     where `harness store init` never ran this is its one line naming that command, and
     neither DBOS's tables nor harness-worker's are made. (Any query of the store checks its
-    schema first; this one asks for a session no store has.)"""
+    schema first; this one asks for a session no store holds, by a well-formed id, so the
+    query is made.)"""
     from harness_core.log import SessionNotFound
 
     with suppress(SessionNotFound):
-        store.latest("", ("session/start",))
+        store.latest("no-such-session", ("session/start",))
 
 
 def quiet_dbos() -> None:
