@@ -29,6 +29,7 @@ import pytest
 from harness_core import builtins
 from harness_core.log import SessionStore
 from harness_core.plugins import PluginHost
+from harness_core.testing.openai_server import OpenAIServer, error_reply, reply
 from test_cli_support import bash_call, todo_call, write_script
 from web_support import (
     ONCE_DENY_SESSION,
@@ -998,3 +999,116 @@ def test_a_session_is_renamed_in_the_list_with_the_keyboard_and_found_by_search(
         expect(renamed).to_contain_text("Quarterly report")
         listed = {s["id"]: s["title"] for s in client.get("/api/sessions").json()["sessions"]}
     assert listed == {first: None, second: "Quarterly report"}
+
+
+# -- the page as a daily tool: at both widths, the phone with touch ---------------------------
+
+BOTH = pytest.mark.parametrize("device", ["desk", "phone"])
+
+
+@contextmanager
+def device_page(browser: object, device: str) -> Iterator[object]:
+    if device == "desk":
+        with browsing(browser, DESK) as opened:
+            yield opened
+    else:
+        with browsing(browser, PHONE, is_mobile=True, has_touch=True) as opened:
+            yield opened
+
+
+@BOTH
+def test_while_a_turn_runs_send_is_stop_and_the_page_says_it_is_working(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """The first prompt on the start page: the welcome text goes, the prompt shows as a
+    message, Send becomes Stop and the conversation says it is working; Stop cancels the
+    turn, and Send and the quiet conversation come back."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "slow.json", SLOW)
+    with serve(harness_home, "--model", model) as served, device_page(browser, device) as page:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        expect(page.locator(".welcome")).to_be_visible()  # type: ignore[attr-defined]
+        button = page.locator("[data-testid=send]")  # type: ignore[attr-defined]
+        working = page.locator("[data-testid=working]")  # type: ignore[attr-defined]
+        expect(working).to_be_hidden()
+        send(page, "Count the files")
+        expect(page.locator(".welcome")).to_have_count(0)  # type: ignore[attr-defined]
+        users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+        expect(users).to_have_text(["Count the files"])
+        expect(button).to_have_attribute("data-state", "stop", timeout=15000)
+        expect(button).to_have_text("Stop")
+        expect(working).to_be_visible()
+        button.click()
+        expect(page.locator(".turn-note")).to_have_text("turn cancelled", timeout=15000)  # type: ignore[attr-defined]
+        expect(button).to_have_attribute("data-state", "send")
+        expect(button).to_have_text("Send")
+        expect(working).to_be_hidden()
+        expect(users).to_have_text(["Count the files"])  # shown once, never twice
+
+
+@BOTH
+def test_a_failed_turn_is_an_error_with_retry_that_sends_the_prompt_again(
+    browser: object, device: str, harness_home: Path, openai_server: OpenAIServer
+) -> None:
+    """The model's endpoint refuses the turn: the page shows the one line as an error (not a
+    grey note) with Retry; Retry sends the same prompt again and the answer comes."""
+    expect = playwright_api.expect
+    openai_server.expect(error_reply(400, "the context is too long"))
+    env = {"OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    with (
+        serve(harness_home, "--model", "openai:gpt-test", env=env) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Summarize the repo")
+        failure = page.locator("[data-testid=turn-error]")  # type: ignore[attr-defined]
+        expect(failure).to_contain_text("the context is too long", timeout=15000)
+        expect(failure).to_have_attribute("role", "alert")
+        colours = failure.evaluate(
+            "(box) => [getComputedStyle(box).backgroundColor,"
+            " getComputedStyle(box).borderLeftColor]"
+        )
+        assert "rgba(0, 0, 0, 0)" not in colours  # drawn as an error, not a bare line
+        openai_server.expect(reply("Summed up."))
+        failure.locator("[data-testid=retry]").click()
+        expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_text(  # type: ignore[attr-defined]
+            ["Summed up."], timeout=15000
+        )
+        users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+        expect(users).to_have_text(["Summarize the repo", "Summarize the repo"])
+
+
+@BOTH
+def test_a_command_that_exits_non_zero_is_a_failure_at_a_glance(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """`false` gets data-exit=1, the failure state and mark; `true` stays ok with exit 0;
+    after a reload (rows from the tail page) the same."""
+    expect = playwright_api.expect
+    steps = [{"tool_calls": [bash_call("false"), bash_call("true")]}, {"text": "Checked."}]
+    model = write_script(tmp_path / "exit.json", steps)
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Check")
+        rows = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        for _ in range(2):
+            expect(rows.nth(0)).to_have_attribute("data-exit", "1", timeout=15000)
+            expect(rows.nth(0)).to_have_attribute("data-state", "error")
+            mark = (
+                rows.nth(0)
+                .locator(".mark")
+                .evaluate("(m) => getComputedStyle(m, '::before').content")
+            )
+            assert mark == '"✗"'
+            expect(rows.nth(1)).to_have_attribute("data-exit", "0")
+            expect(rows.nth(1)).to_have_attribute("data-state", "ok")
+            served.wait_idle(session)
+            page.reload()  # type: ignore[attr-defined]
+            page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]

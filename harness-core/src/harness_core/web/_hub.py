@@ -385,6 +385,7 @@ class Hub:
             "label": call_label(tools, row.name, row.arguments),
             "summary": summary,
             "approval": approval_note(row),
+            "exit": row.data.get("exit_code") if isinstance(row.data, dict) else None,
         }
 
     def ship_snapshot(self, live: _Live) -> None:

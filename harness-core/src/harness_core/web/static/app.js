@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
                 questions: new Map(), streaming: "", snapshotListeners: [], unmounts: [], dock: null,
                 config: { model: null, demo: null }, follow: true, running: false, title: "",
-                sending: false, summaries: new Map(), renaming: null, relist: false };
+                sending: false, summaries: new Map(), renaming: null, relist: false, prompts: new Map(), ended: -1 };
 
 // The token comes from the printed URL once and then lives in this tab's sessionStorage, which
 // is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
@@ -210,6 +210,7 @@ function applyRow(row) {
   const node = state.rows.get(row.call_id);
   if (!node) return;
   node.dataset.state = row.state === "running" && state.questions.has(row.call_id) ? "waiting" : row.state;
+  exited(node, row.exit);
   node.querySelector("[data-testid=tool-summary]").replaceChildren(visible(summaryOf(row)));
   node.querySelector("[data-testid=approval-note]").textContent = row.approval || "";
 }
@@ -311,7 +312,16 @@ function toolRow(call) {
 
 function showResult(row, data) {
   row.dataset.state = data.is_error ? "error" : "ok";
+  exited(row, data.data?.exit_code);
   row.querySelector("[data-testid=tool-output]").textContent = data.text;
+}
+
+// A command's exit code: a non-zero one marks the row as failed at a glance (the model's
+// result is the command's answer all the same).
+function exited(row, code) {
+  if (!Number.isInteger(code)) return;
+  row.dataset.exit = String(code);
+  if (code !== 0 && row.dataset.state === "ok") row.dataset.state = "error";
 }
 
 // Formatters are made once: building one per message (what toLocaleString does) cost more
@@ -340,6 +350,8 @@ function render(envelope, into) {
   const data = envelope.data;
   switch (envelope.type) {
     case "message/user":
+      state.prompts.set(envelope.turn, data.text);
+      $("log").querySelector(".message.pending")?.remove();  // the accepted prompt, now logged
       into.append(stamp(el("div", { "data-testid": "message", "data-role": "user", class: "message user" }, data.text), envelope));
       break;
     case "message/assistant": {
@@ -361,7 +373,9 @@ function render(envelope, into) {
       break;
     }
     case "turn/end":
-      if (data.status !== "completed") {
+      state.ended = Math.max(state.ended, envelope.turn ?? -1);
+      if (data.status === "error") into.append(turnError(data.error, state.prompts.get(envelope.turn)));
+      else if (data.status !== "completed") {
         into.append(el("div", { class: "turn-note" }, `turn ${data.status}${data.error && data.error !== data.status ? ": " + data.error : ""}`));
       }
       break;
@@ -370,6 +384,22 @@ function render(envelope, into) {
         `context compacted: ${data.last_seq - data.first_seq + 1} events summarized`));
       break;
   }
+}
+
+// A turn that failed: its one line, styled as an error, and a button that sends its prompt again.
+function turnError(error, prompt) {
+  const box = el("div", { class: "turn-error", "data-testid": "turn-error", role: "alert" });
+  box.append(el("span", {}, `The turn failed: ${String(error || "error").split("\n")[0]}`));
+  if (prompt) {
+    const retry = el("button", { type: "button", class: "primary", "data-testid": "retry" }, "Retry");
+    retry.onclick = async () => {
+      retry.disabled = true;
+      try { await accepted(prompt, await send(prompt)); clearError(); } catch (error) { showError(error); }
+      retry.disabled = false;
+    };
+    box.append(retry);
+  }
+  return box;
 }
 
 // The conversation follows new events only while the reader is at its end.
@@ -426,13 +456,24 @@ function endStreaming() {
 }
 
 function applySnapshot(snapshot) {
-  state.running = Boolean(snapshot.running);
-  $("cancel").disabled = !snapshot.running;
+  working(Boolean(snapshot.running));
   applyQuestions(snapshot.approvals || []);
   const queue = $("queue");
   queue.replaceChildren(...(snapshot.queued || []).map(queueItem));
   for (const listener of state.snapshotListeners) listener(snapshot);
   if (state.follow) endSoon();
+}
+
+// While a turn runs, Send is a Stop button and the conversation says it is working.
+function working(running) {
+  state.running = running;
+  $("cancel").disabled = !running;
+  const button = $("send");
+  button.dataset.state = running ? "stop" : "send";
+  button.textContent = running ? "Stop" : "Send";
+  button.setAttribute("aria-label", running ? "Stop the turn" : "Send the prompt");
+  $("working").hidden = !running;
+  if (running && state.follow) endSoon();
 }
 
 // A queued prompt: its text (the item's whole text content), and two buttons whose symbols
@@ -614,7 +655,8 @@ async function openSession(id) {
   state.stream?.abort();
   state.stream = null;
   Object.assign(state, { id, lastSeq: -1, rows: new Map(), results: new Map(), questions: new Map(),
-                         follow: true, running: false });
+                         follow: true, prompts: new Map(), ended: -1 });
+  working(false);
   delete document.body.dataset.session;
   $("approvals").replaceChildren();
   $("queue").replaceChildren();
@@ -752,7 +794,19 @@ async function readEvents(body, signal) {
 
 async function send(prompt, model) {
   const body = model ? { prompt, model } : { prompt };
-  await api(`/api/sessions/${state.id}/turns`, { method: "POST", body: JSON.stringify(body) });
+  return api(`/api/sessions/${state.id}/turns`, { method: "POST", body: JSON.stringify(body) });
+}
+
+// A prompt the server took: a turn it started shows at once, as the message it will be, and
+// the page is working (a queued one shows in the queue, from the snapshot).
+function accepted(prompt, reply) {
+  if (reply.turn === undefined) return;
+  if (state.prompts.get(reply.turn) !== prompt) {
+    $("log").querySelector(".message.pending")?.remove();
+    $("log").append(el("div", { "data-testid": "message", "data-role": "user", class: "message user pending" }, prompt));
+  }
+  if (!(state.ended >= reply.turn)) working(true);  // unless it ended already (a fast one)
+  toEnd();
 }
 
 async function newSession(model) {
@@ -767,10 +821,12 @@ async function submitPrompt() {
   const prompt = box.value;
   if (!prompt.trim() || state.sending) return;
   state.sending = true;
+  $("log").querySelector(".welcome")?.remove();  // something happens: the hint goes at once
   try {
     if (!state.id) await openSession(await newSession(null));
-    await send(prompt);
+    const reply = await send(prompt);
     if (box.value === prompt) box.value = "";
+    accepted(prompt, reply);
     clearError();
   } catch (error) {
     showError(error, error.status === 422 && state.config.model === null);
@@ -840,7 +896,11 @@ async function start() {
   $("backdrop").onclick = closeDrawer;
   $("sessions").onclick = closeDrawer;  // a chosen session, even the one on screen
   $("search").oninput = filterSessions;
-  $("composer").onsubmit = (event) => { event.preventDefault(); submitPrompt(); };
+  $("composer").onsubmit = (event) => {
+    event.preventDefault();
+    if (state.running && event.submitter === $("send")) $("cancel").click();  // Send is Stop now
+    else submitPrompt();
+  };
   $("prompt").onkeydown = (event) => {
     // Enter that ends an input-method composition picks the characters: it does not send.
     if (event.isComposing || event.keyCode === 229) return;
