@@ -1112,3 +1112,55 @@ def test_a_command_that_exits_non_zero_is_a_failure_at_a_glance(
             served.wait_idle(session)
             page.reload()  # type: ignore[attr-defined]
             page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]
+
+
+@BOTH
+def test_the_token_survives_a_restart_and_a_page_without_it_asks_for_it(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """The token is kept in HARNESS_HOME/web-token (0600): a restarted server keeps the open
+    page working. --new-token makes another: the page shows the token form and a message,
+    the printed URL pasted there brings it back with the draft kept. A tab without a token
+    shows the form; a wrong token shows the form, not a line of JSON."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "answers.json", [{"text": "One."}, {"text": "Two."}])
+    port = free_port()
+    plain = {"HARNESS_WEB_TOKEN": None}
+    answers = None
+    with device_page(browser, device) as page:
+        form = page.locator("[data-testid=token-form]")  # type: ignore[attr-defined]
+        with serve(harness_home, "--model", model, env=plain, port=port) as served:
+            kept = harness_home / "web-token"
+            assert kept.read_text().strip() == served.token
+            assert kept.stat().st_mode & 0o777 == 0o600
+            first = served.token
+            page.goto(served.url)  # type: ignore[attr-defined]
+            expect(form).to_be_visible()
+            expect(form).to_contain_text("paste the URL harness serve printed")
+            page.fill("[data-testid=token-input]", first)  # type: ignore[attr-defined]
+            page.press("[data-testid=token-input]", "Enter")  # type: ignore[attr-defined]
+            expect(form).to_be_hidden()
+            send(page, "First")
+            answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+            expect(answers).to_have_text(["One."], timeout=15000)
+        with serve(harness_home, "--model", model, env=plain, port=port) as served:
+            assert served.token == first
+            send(page, "Second")
+            # a new server's player starts the script again
+            expect(answers).to_have_text(["One.", "One."], timeout=20000)
+            expect(form).to_be_hidden()
+        with serve(harness_home, "--new-token", env=plain, port=port) as served:
+            assert served.token != first
+            assert (harness_home / "web-token").read_text().strip() == served.token
+            page.fill("[data-testid=prompt]", "a draft")  # type: ignore[attr-defined]
+            page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # type: ignore[attr-defined]
+            expect(form).to_be_visible(timeout=10000)
+            expect(form).to_contain_text("refused this page's token")
+            page.fill("[data-testid=token-input]", f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+            page.press("[data-testid=token-input]", "Enter")  # type: ignore[attr-defined]
+            expect(form).to_be_hidden()
+            expect(page.locator("[data-testid=session-link]")).to_have_count(1)  # type: ignore[attr-defined]
+            expect(page.locator("[data-testid=prompt]")).to_have_value("a draft")  # type: ignore[attr-defined]
+            page.goto(f"{served.url}?token=not-the-token")  # type: ignore[attr-defined]
+            expect(form).to_be_visible()
+            assert '{"error"' not in page.locator("body").inner_text()  # type: ignore[attr-defined]

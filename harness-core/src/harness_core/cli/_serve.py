@@ -7,6 +7,7 @@ import secrets
 import socket
 import sys
 from argparse import Namespace
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..runtime import SetupError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["serve"]
 
 DEMO: Final = "demo"  # the model spec of the embedded demo script
+TOKEN_FILE: Final = "web-token"  # under HARNESS_HOME, mode 0600
 
 
 def serve(args: Namespace) -> int:
@@ -42,7 +44,7 @@ def serve(args: Namespace) -> int:
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]
-    token = os.environ.get("HARNESS_WEB_TOKEN") or secrets.token_urlsafe(24)
+    token = os.environ.get("HARNESS_WEB_TOKEN") or _token(app.home / TOKEN_FILE, args.new_token)
     asgi = create_app(
         Hub(web), token=token, hosts=_hosts(args.host, port), dock=app.host.hooks.web_dock()
     )
@@ -55,6 +57,31 @@ def serve(args: Namespace) -> int:
         )
     run_server(asgi, listener)
     return 0
+
+
+def _token(path: Path, new: bool) -> str:
+    """The token kept in `path`, made there (mode 0600) the first time or when `new`: a
+    restarted server keeps it, so the pages open on it go on working."""
+    if not new:
+        try:
+            kept = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            kept = ""
+        except OSError as exc:
+            raise CliError(f"cannot read the web token {path}: {exc.strerror or exc}") from None
+        if kept:
+            return kept
+    token = secrets.token_urlsafe(24)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Made with its mode rather than changed after: the token is never readable by others.
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            os.fchmod(file.fileno(), 0o600)  # an older file keeps its mode through O_CREAT
+            file.write(token + "\n")
+    except OSError as exc:
+        raise CliError(f"cannot keep the web token in {path}: {exc.strerror or exc}") from None
+    return token
 
 
 def _queue(app: App) -> TurnQueue:

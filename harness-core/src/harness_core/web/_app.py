@@ -77,9 +77,12 @@ def create_app(
     async def index(request: Request) -> Response:
         # The page takes `?token=` from its own URL (app.js); no cookie carries it anywhere.
         given = request.query_params.get("token")
+        # A wrong one still gets the page (with a 401): it shows its token form and says why,
+        # rather than a line of JSON.
+        page = _static("index.html")
         if given is not None and not hmac.compare_digest(given.encode(), token.encode()):
-            return _error(401, "wrong token: open the URL harness serve printed")
-        return _static("index.html")
+            page.status_code = 401
+        return page
 
     async def asset(request: Request) -> Response:
         return _static(request.path_params["name"])

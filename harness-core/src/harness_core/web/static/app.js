@@ -46,9 +46,36 @@ async function api(path, options = {}) {
     throw Object.assign(new Error("connection lost: the server did not answer (is harness serve running?)"), { status: 0 });
   }
   const body = await response.json().catch(() => ({}));
-  if (response.status === 401) connection(TOKEN_GONE);
+  if (response.status === 401) refused();
   if (!response.ok) throw Object.assign(new Error(body.error || `HTTP ${response.status}`), { status: response.status });
   return body;
+}
+
+// -- the token form: a page without a token, or with one the server refuses ------------------
+
+function refused() {
+  connection(TOKEN_GONE);
+  askToken("The server refused this page's token (it was made anew with --new-token, or the URL was wrong): paste the URL harness serve printed.");
+}
+
+// A field for the printed URL (or the token alone). The page starts again with it; whatever
+// was typed in the prompt comes back.
+function askToken(message) {
+  const form = $("token-form");
+  $("token-message").textContent = message;
+  if (!form.hidden) return;
+  form.hidden = false;
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    const given = $("token-input").value.trim();
+    let token = given;
+    try { token = new URL(given).searchParams.get("token") ?? given; } catch { /* the token alone */ }
+    if (!token) return;
+    sessionStorage.setItem("harness:token", token);
+    sessionStorage.setItem("harness:draft", $("prompt").value);
+    location.reload();
+  };
+  $("token-input").focus();
 }
 
 function el(tag, attrs = {}, text) {
@@ -734,7 +761,7 @@ async function follow(id, signal) {
     try {
       const response = await fetch(`/api/sessions/${id}/events?after=${state.lastSeq}`,
         { credentials: "omit", headers: authorized(), signal });
-      if (response.status === 401) { connection(TOKEN_GONE); return; }
+      if (response.status === 401) { refused(); return; }
       if (response.status === 404) { connection((await response.json()).error); return; }
       if (response.ok) {
         connection("");
@@ -888,6 +915,12 @@ function welcome() {
 }
 
 async function start() {
+  const draft = sessionStorage.getItem("harness:draft");
+  if (draft !== null) { $("prompt").value = draft; sessionStorage.removeItem("harness:draft"); }
+  if (!TOKEN) {
+    askToken("This page needs the server's token: paste the URL harness serve printed (or the token alone).");
+    return;
+  }
   state.config = await api("/api/config");
   $("demo").hidden = state.config.model !== null;
   $("demo").onclick = () => runDemo().catch(showError);
@@ -928,4 +961,4 @@ async function start() {
   route();
 }
 
-start().catch(showError);
+start().catch((error) => { if (error.status !== 401) showError(error); });
