@@ -1164,3 +1164,45 @@ def test_the_token_survives_a_restart_and_a_page_without_it_asks_for_it(
             page.goto(f"{served.url}?token=not-the-token")  # type: ignore[attr-defined]
             expect(form).to_be_visible()
             assert '{"error"' not in page.locator("body").inner_text()  # type: ignore[attr-defined]
+
+
+@BOTH
+def test_the_list_marks_running_and_waiting_sessions_live_with_relative_times(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """Under --approval ask, one session runs a command (allowed) and another waits for an
+    answer, neither open on the page: the list marks them, live, and the marks go when the
+    turn ends; rows read as a title and a relative time, not an event count."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "slow.json", SLOW)
+    with (
+        serve(harness_home, "--model", model, "--approval", "ask") as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        running, waiting = (client.post("/api/sessions", json={}).json()["id"] for _ in "ab")
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        links = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
+        expect(links).to_have_count(2)
+        expect(links.first).to_contain_text("Just now")
+        expect(links.first).not_to_contain_text("events")
+        client.post(f"/api/sessions/{running}/turns", json={"prompt": "Wait a while"})
+        asked = served.wait_question(running)
+        client.post(
+            f"/api/sessions/{running}/approvals",
+            json={"call_id": asked["call_id"], "answer": "once"},
+        )
+        client.post(f"/api/sessions/{waiting}/turns", json={"prompt": "Ask me"})
+        served.wait_question(waiting)
+        if device == "phone":  # the list is a drawer there: its button says something waits
+            toggle = page.locator("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+            expect(toggle).to_have_attribute("data-waiting", "1", timeout=15000)
+            toggle.click()
+        one = page.locator(f"[data-testid=session-link][data-id='{running}']")  # type: ignore[attr-defined]
+        other = page.locator(f"[data-testid=session-link][data-id='{waiting}']")  # type: ignore[attr-defined]
+        expect(one.locator("[data-testid=session-running]")).to_be_visible(timeout=15000)
+        expect(other.locator("[data-testid=session-waiting]")).to_be_visible(timeout=15000)
+        expect(one.locator("[data-testid=session-waiting]")).to_have_count(0)
+        client.post(f"/api/sessions/{running}/cancel")
+        expect(one.locator("[data-testid=session-running]")).to_have_count(0, timeout=15000)
+        expect(other.locator("[data-testid=session-waiting]")).to_be_visible()

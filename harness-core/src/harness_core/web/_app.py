@@ -180,6 +180,12 @@ def create_app(
             _stream(hub, session_id, queue, backlog, last, request), ping=HEARTBEAT
         )
 
+    async def activity(request: Request) -> Response:
+        """Which sessions run or wait, for the list: all of them first, then each change."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        hub.watchers.add(queue)
+        return EventSourceResponse(_activity(hub, queue), ping=HEARTBEAT)
+
     def api(handler: Handler) -> Handler:
         return _unprocessable(guard(handler))
 
@@ -201,6 +207,7 @@ def create_app(
             Route("/dock/{path:path}", guard(dock_module, api=False)),
             Route("/api/dock", api(dock_list)),
             Route("/api/config", api(config)),
+            Route("/api/activity", api(activity)),
             Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
             Route("/api/sessions/{id}", api(session), methods=["PATCH", "DELETE"]),
             Route("/api/sessions/{id}/history", api(history)),
@@ -245,6 +252,17 @@ async def _stream(
                 yield ServerSentEvent(json.dumps(data), event=kind)
     finally:
         hub.unsubscribe(session_id, queue)
+
+
+async def _activity(
+    hub: Hub, queue: asyncio.Queue[dict[str, Any]]
+) -> AsyncIterator[ServerSentEvent]:
+    try:
+        yield ServerSentEvent(json.dumps(hub.activity()), event="activity")
+        while True:
+            yield ServerSentEvent(json.dumps(await queue.get()), event="change")
+    finally:
+        hub.watchers.discard(queue)
 
 
 class _Unprocessable(Exception):

@@ -13,7 +13,8 @@ const $ = (id) => document.getElementById(id);
 const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
                 questions: new Map(), streaming: "", snapshotListeners: [], unmounts: [], dock: null,
                 config: { model: null, demo: null }, follow: true, running: false, title: "",
-                sending: false, summaries: new Map(), renaming: null, relist: false, prompts: new Map(), ended: -1 };
+                sending: false, renaming: null, relist: false, prompts: new Map(), ended: -1,
+                activity: new Map() };
 
 // The token comes from the printed URL once and then lives in this tab's sessionStorage, which
 // is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
@@ -463,8 +464,6 @@ function live(envelope) {
   if (envelope.type === "message/assistant") endStreaming();
   render(envelope, $("log"));
   if (state.follow) endSoon();
-  const count = state.summaries.get(state.id);
-  if (count) count.events = envelope.seq;
 }
 
 function streamDelta(delta) {
@@ -567,28 +566,94 @@ async function mountDock(sessionId, generation) {
 
 // -- sessions --------------------------------------------------------------------------------
 
-const WHEN = formatter({ year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
-                         timeZoneName: "short" });
-// This year's sessions leave the year out: the narrow list then has room for the count.
-const WHEN_THIS_YEAR = formatter({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
-                                   timeZoneName: "short" });
+const DAY = formatter({ weekday: "long" });
+const DATE = formatter({ month: "short", day: "numeric" });
+const DATE_YEAR = formatter({ year: "numeric", month: "short", day: "numeric" });
+
+// When a session last changed, as people say it: "Just now", "5 min ago", "Yesterday".
+function ago(when, now = new Date()) {
+  const minutes = Math.floor((now - when) / 60000);
+  if (minutes < 1) return "Just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate());
+  if (when >= midnight) return `${Math.floor(minutes / 60)} h ago`;
+  const days = Math.ceil((midnight - when) / 86400000);
+  if (days === 1) return "Yesterday";
+  if (days < 7) return DAY.format(when);
+  return (when.getFullYear() === now.getFullYear() ? DATE : DATE_YEAR).format(when);
+}
 
 function sessionLink(s) {
-  const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
-                  s.title || "(no prompt yet)");
+  const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id });
+  link.append(el("span", { class: "title" }, s.title || "(no prompt yet)"));
   if (s.id === state.id) { link.classList.add("current"); link.setAttribute("aria-current", "page"); }
-  const small = el("small");
   const when = new Date(s.updated);
-  const thisYear = when.getFullYear() === new Date().getFullYear() ? WHEN_THIS_YEAR : WHEN;
-  const updated = isNaN(when) ? s.updated : thisYear.format(when);
-  let drawing = 0;
-  const draw = () => { drawing = 0; small.textContent = `${updated} · ${s.events} events`; };
-  draw();
+  const small = el("small");
+  small.append(el("span", { class: "when", "data-updated": s.updated }, isNaN(when) ? s.updated : ago(when)));
+  if (!isNaN(when)) link.title = `${MOMENT.format(when)} · ${s.events} events`;
   link.append(small);
-  // The open session's count follows its events as they arrive, drawn once a frame.
-  state.summaries.set(s.id, { get events() { return s.events; },
-                              set events(n) { s.events = n; drawing ||= requestAnimationFrame(draw); } });
+  activityMarks(link, state.activity.get(s.id));
   return link;
+}
+
+// A session that runs a turn, or waits for an approval, says so in the list, whichever is open.
+function activityMarks(link, now) {
+  link.querySelector(".marks")?.remove();
+  if (!now || (!now.running && !now.waiting)) return;
+  const marks = el("span", { class: "marks" });
+  if (now.waiting) marks.append(el("span", { class: "waiting", "data-testid": "session-waiting" }, "Needs approval"));
+  else marks.append(el("span", { class: "running", "data-testid": "session-running" }, "Running"));
+  link.querySelector("small").prepend(marks);
+}
+
+function active(change) {
+  if (change.running || change.waiting) state.activity.set(change.id, change);
+  else state.activity.delete(change.id);
+  waitingElsewhere();
+  const link = $("sessions").querySelector(`[data-testid=session-link][data-id="${CSS.escape(change.id)}"]`);
+  if (link) activityMarks(link, state.activity.get(change.id));
+  else if (change.running) listSessions().catch(() => {});  // a session this page has not listed yet
+}
+
+// The list follows every session's activity on a stream of its own (not the open session's).
+async function followActivity() {
+  let delay = 500;
+  for (;;) {
+    try {
+      const response = await fetch("/api/activity", { credentials: "omit", headers: authorized() });
+      if (response.status === 401) return;
+      if (response.ok) {
+        delay = 500;
+        await readEvents(response.body, new AbortController().signal, (name, data) => {
+          if (name === "activity") {
+            state.activity = new Map(Object.entries(data).map(([id, now]) => [id, { id, ...now }]));
+            for (const link of $("sessions").querySelectorAll("[data-testid=session-link]")) {
+              activityMarks(link, state.activity.get(link.dataset.id));
+            }
+            waitingElsewhere();
+          } else if (name === "change") active(data);
+        });
+      }
+    } catch { /* reconnects below */ }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 5000);
+  }
+}
+
+// The drawer's button says how many sessions wait for an answer, so a phone sees it too.
+function waitingElsewhere() {
+  const count = [...state.activity.values()].filter((now) => now.waiting).length;
+  const toggle = $("sessions-toggle");
+  if (count) toggle.dataset.waiting = String(count); else delete toggle.dataset.waiting;
+  toggle.setAttribute("aria-label", count ? `Sessions (${count} waiting for approval)` : "Sessions");
+}
+
+// The times in the list age while the page is open.
+function retime() {
+  for (const small of $("sessions").querySelectorAll("[data-updated]")) {
+    const when = new Date(small.dataset.updated);
+    if (!isNaN(when)) small.textContent = ago(when);
+  }
 }
 
 // An entry of the list: the link, and a button that renames the session in place.
@@ -653,7 +718,6 @@ async function listSessions() {
   if (state.renaming) { state.relist = true; return; }  // a title being typed is not swept away
   const { sessions } = await api("/api/sessions");
   if (state.renaming) { state.relist = true; return; }
-  state.summaries = new Map();
   $("sessions").replaceChildren(...sessions.map(sessionEntry));
   const current = sessions.find((s) => s.id === state.id);
   if (current) { state.title = current.title || ""; $("session-title").textContent = state.title; retitle(); }
@@ -663,7 +727,8 @@ async function listSessions() {
 function filterSessions() {
   const needle = $("search").value.trim().toLowerCase();
   for (const entry of $("sessions").children) {
-    entry.hidden = Boolean(needle) && !entry.textContent.toLowerCase().includes(needle) && !entry.dataset.id.includes(needle);
+    const title = entry.querySelector(".title")?.textContent ?? "";
+    entry.hidden = Boolean(needle) && !title.toLowerCase().includes(needle) && !entry.dataset.id.includes(needle);
   }
 }
 
@@ -766,7 +831,9 @@ async function follow(id, signal) {
       if (response.ok) {
         connection("");
         delay = 500;
-        await readEvents(response.body, signal);
+        await readEvents(response.body, signal, (name, data) => {
+          if (handlers[name] && state.stream?.signal === signal) handlers[name](data);
+        });
       }
     } catch {
       if (signal.aborted) return;
@@ -790,7 +857,7 @@ function painted() {
   });
 }
 
-async function readEvents(body, signal) {
+async function readEvents(body, signal, handle) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "", fields = {};
   for (;;) {
@@ -801,8 +868,7 @@ async function readEvents(body, signal) {
     let slice = performance.now();
     for (const line of lines) {
       if (line === "") {
-        const handler = handlers[fields.event || "message"];
-        if (handler && fields.data !== undefined && state.stream?.signal === signal) handler(JSON.parse(fields.data));
+        if (fields.data !== undefined) handle(fields.event || "message", JSON.parse(fields.data));
         fields = {};
         if (performance.now() - slice > SLICE_MS) {
           await painted();
@@ -959,6 +1025,8 @@ async function start() {
   welcome();
   await listSessions();
   route();
+  followActivity();
+  setInterval(retime, 60000);
 }
 
 start().catch((error) => { if (error.status !== 401) showError(error); });
