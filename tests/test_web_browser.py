@@ -837,14 +837,15 @@ OUTPUTS = """[...document.querySelectorAll('[data-testid=tool-row]')].map((row) 
 
 def test_a_row_split_across_pages_keeps_its_output(page: object, harness_home: Path) -> None:
     """The tail page starts with a result whose call is on the older page: once the older
-    page loads, that row is ✓ with its output, like every other."""
+    page loads (the reader scrolls up), that row is ✓ with its output, like every other."""
     expect = playwright_api.expect
     session = split_session(harness_home, 120)
     with serve(harness_home) as served, served.client() as client:
         tail = client.get(f"/api/sessions/{session}/history", params={"limit": 200}).json()
         assert tail["events"][0]["type"] == "tool/result"
         open_session(page, served, session)
-        page.get_by_role("button", name="Load earlier events").click()  # type: ignore[attr-defined]
+        # The rows fold into groups, so the top (and the older page's button) is soon in view.
+        page.locator("#messages").evaluate("(box) => box.scrollTo(0, 0)")  # type: ignore[attr-defined]
         rows = page.locator("[data-testid=tool-row]")  # type: ignore[attr-defined]
         expect(rows).to_have_count(120)
         assert page.evaluate(OUTPUTS) == [["ok", f"output {n}"] for n in range(120)]  # type: ignore[attr-defined]
@@ -1206,3 +1207,57 @@ def test_the_list_marks_running_and_waiting_sessions_live_with_relative_times(
         client.post(f"/api/sessions/{running}/cancel")
         expect(one.locator("[data-testid=session-running]")).to_have_count(0, timeout=15000)
         expect(other.locator("[data-testid=session-waiting]")).to_be_visible()
+
+
+LONG_RUN = [
+    {"text": "Plan.", "tool_calls": [todo_call(("Look at each", "in_progress"))]},
+    {
+        "text": "Running them.",
+        "tool_calls": [bash_call(f"echo {n}") for n in range(11)] + [bash_call("false")],
+    },
+    {"text": "All looked at.", "tool_calls": [todo_call(("Look at each", "completed"))]},
+    {"text": "\n\n".join(f"Line {n} of the report." for n in range(80))},
+]
+
+
+@BOTH
+def test_a_long_run_folds_into_a_group_jump_to_latest_and_a_finished_plan_collapses(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """Twelve commands in a row fold into one "Ran 12 commands · 1 failed" line that opens;
+    a reader scrolled up gets "jump to latest", which takes them back to the end; the plan,
+    all done, shows its summary only until opened."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "long.json", LONG_RUN)
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Look at everything")
+        answer = page.locator("[data-testid=message][data-role=assistant]").last  # type: ignore[attr-defined]
+        expect(answer).to_contain_text("Line 79 of the report.", timeout=20000)
+        jump = page.locator("[data-testid=jump-latest]")  # type: ignore[attr-defined]
+        expect(jump).to_be_hidden()
+        page.locator("#messages").evaluate("(box) => box.scrollTo(0, 0)")  # type: ignore[attr-defined]
+        expect(jump).to_be_visible()
+        jump.click()
+        expect(jump).to_be_hidden()
+        expect(answer).to_be_in_viewport()
+        group = page.locator("[data-testid=tool-group]")  # type: ignore[attr-defined]
+        expect(group).to_have_count(1)
+        expect(group.locator(".group-line")).to_have_text("Ran 12 commands · 1 failed")
+        rows = group.locator("[data-testid=tool-row]")
+        expect(rows).to_have_count(12)
+        expect(rows.first).to_be_hidden()
+        group.locator(".group-line").click()
+        expect(rows.first).to_be_visible()
+        dock = page.locator("[data-testid=todo-dock]")  # type: ignore[attr-defined]
+        expect(dock.locator("[data-testid=todo-summary]")).to_contain_text("1/1")
+        expect(dock.locator("[data-testid=todo-item]")).to_have_count(0)
+        toggle = dock.locator("[data-testid=todo-toggle]")
+        expect(toggle).to_have_attribute("aria-expanded", "false")
+        toggle.click()
+        expect(dock.locator("[data-testid=todo-item]")).to_have_count(1)

@@ -239,6 +239,7 @@ function applyRow(row) {
   if (!node) return;
   node.dataset.state = row.state === "running" && state.questions.has(row.call_id) ? "waiting" : row.state;
   exited(node, row.exit);
+  regroup(node.closest(".tool-group"));
   node.querySelector("[data-testid=tool-summary]").replaceChildren(visible(summaryOf(row)));
   node.querySelector("[data-testid=approval-note]").textContent = row.approval || "";
 }
@@ -300,6 +301,7 @@ function applyQuestions(questions) {
       node.dataset.state = "waiting";
       const box = askBox(question);
       node.append(box);
+      node.closest(".tool-group")?.setAttribute("open", "");  // a folded row that asks shows
       opened = box;
     }
   }
@@ -333,15 +335,68 @@ function toolRow(call) {
     const box = askBox(question);
     row.append(box);
     for (const card of $("approvals").children) if (card.dataset.call === call.id) card.remove();
-    queueMicrotask(() => box.focus());
+    queueMicrotask(() => { row.closest(".tool-group")?.setAttribute("open", ""); box.focus(); });
   }
   return row;
+}
+
+// More than GROUP_AFTER tool rows in a row, with no text between them, fold into one group:
+// its line counts them (and the failures), and it opens to show each.
+const GROUP_AFTER = 3;
+
+function place(into, row) {
+  const last = into.lastElementChild;
+  if (last?.classList.contains("tool-group")) {
+    last.querySelector(".group-rows").append(row);
+    regroup(last);
+    return;
+  }
+  const run = [row];
+  for (let node = last; node?.classList.contains("tool-row") && run.length <= GROUP_AFTER; node = node.previousElementSibling) {
+    run.unshift(node);
+  }
+  if (run.length <= GROUP_AFTER) { into.append(row); return; }
+  const group = el("details", { class: "tool-group", "data-testid": "tool-group" });
+  const rows = el("div", { class: "group-rows" });
+  group.append(el("summary", { class: "group-line" }), rows);
+  into.append(group);
+  rows.append(...run);
+  regroup(group);
+}
+
+// A group's line is counted again once a frame, however many of its rows changed.
+const regrouping = new Set();
+function regroup(group) {
+  if (!group) return;
+  if (!regrouping.size) requestAnimationFrame(countGroups);
+  regrouping.add(group);
+}
+
+function countGroups() {
+  for (const group of regrouping) {
+    const rows = group.querySelector(".group-rows").children;
+    let failed = 0, running = 0, commands = 0;
+    for (const row of rows) {
+      if (row.dataset.state === "error") failed += 1;
+      else if (row.dataset.state !== "ok") running += 1;
+      if (row.dataset.tool === "bash") commands += 1;
+    }
+    const what = commands === rows.length ? "command" : "tool call";
+    const line = [`Ran ${rows.length} ${what}${rows.length === 1 ? "" : "s"}`];
+    if (failed) line.push(`${failed} failed`);
+    if (running) line.push(`${running} running`);
+    const summary = group.querySelector(".group-line");
+    summary.textContent = line.join(" · ");
+    group.dataset.failed = String(failed);
+  }
+  regrouping.clear();
 }
 
 function showResult(row, data) {
   row.dataset.state = data.is_error ? "error" : "ok";
   exited(row, data.data?.exit_code);
   row.querySelector("[data-testid=tool-output]").textContent = data.text;
+  regroup(row.closest?.(".tool-group"));
 }
 
 // A command's exit code: a non-zero one marks the row as failed at a glance (the model's
@@ -391,7 +446,7 @@ function render(envelope, into) {
       }
       if (data.text) message.append(markdown(data.text));
       if (message.childNodes.length) into.append(message);
-      for (const call of data.tool_calls || []) into.append(toolRow(call));
+      for (const call of data.tool_calls || []) place(into, toolRow(call));
       break;
     }
     case "tool/result": {
@@ -444,12 +499,14 @@ function toEnd() {
   const box = $("messages");
   box.scrollTop = box.scrollHeight;
   scrolledTo = box.scrollTop;
+  $("jump-latest").hidden = true;
 }
 
 function scrolled() {
   const box = $("messages");
   if (state.follow && box.scrollTop >= scrolledTo) return;  // not up: still following
   state.follow = atEnd();
+  $("jump-latest").hidden = state.follow;
 }
 
 // Events arrive in bursts: the scroll waits for the next frame, so a burst lays out once.
@@ -1009,6 +1066,7 @@ async function start() {
   $("cancel").onclick = () => api(`/api/sessions/${state.id}/cancel`, { method: "POST" }).catch(showError);
   document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeDrawer(); });
   $("messages").addEventListener("scroll", scrolled, { passive: true });
+  $("jump-latest").onclick = () => { state.follow = true; toEnd(); $("prompt").focus({ preventScroll: true }); };
   // The dock grows (a plan, a queue): the reader at the end stays at the end.
   new ResizeObserver(() => { if (state.follow) toEnd(); }).observe($("messages"));
   older.observe($("older"));
