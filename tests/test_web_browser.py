@@ -1261,3 +1261,49 @@ def test_a_long_run_folds_into_a_group_jump_to_latest_and_a_finished_plan_collap
         expect(toggle).to_have_attribute("aria-expanded", "false")
         toggle.click()
         expect(dock.locator("[data-testid=todo-item]")).to_have_count(1)
+
+
+@BOTH
+def test_the_model_picker_chooses_the_next_turns_model_and_each_answer_names_its_model(
+    browser: object, device: str, harness_home: Path, openai_server: OpenAIServer
+) -> None:
+    """GET /api/models lists --model, the configured models and the demo; the picker sends
+    the next turn to the one chosen (a spec not offered is a 422), and each answer shows the
+    model that wrote it."""
+    expect = playwright_api.expect
+    env = {
+        "OPENAI_BASE_URL": openai_server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "HARNESS_MODELS": "openai:gpt-other",
+    }
+    openai_server.expect(reply("From the default.", model="gpt-test"))
+    openai_server.expect(reply("From the other.", model="gpt-other"))
+    with (
+        serve(harness_home, "--model", "openai:gpt-test", env=env) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        offered = client.get("/api/models").json()
+        assert offered == {
+            "models": ["openai:gpt-test", "openai:gpt-other", "demo"],
+            "default": "openai:gpt-test",
+        }
+        session = client.post("/api/sessions", json={}).json()["id"]
+        refused = client.post(
+            f"/api/sessions/{session}/turns", json={"prompt": "hi", "model": "openai:gpt-nope"}
+        )
+        assert refused.status_code == 422 and "not a model this server offers" in refused.text
+        open_session(page, served, session)
+        picker = page.locator("[data-testid=model-picker]")  # type: ignore[attr-defined]
+        expect(picker).to_have_value("openai:gpt-test")
+        answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        send(page, "Who are you?")
+        expect(answers).to_have_text(["From the default."], timeout=15000)
+        picker.select_option("openai:gpt-other")
+        send(page, "And you?")
+        expect(answers).to_have_text(["From the default.", "From the other."], timeout=15000)
+        assert [r.body["model"] for r in openai_server.requests] == ["gpt-test", "gpt-other"]
+        expect(answers.nth(0)).to_have_attribute("data-model", "gpt-test")
+        expect(answers.nth(1)).to_have_attribute("data-model", "gpt-other")
+        shown = answers.nth(1).evaluate("(m) => getComputedStyle(m, '::before').content")
+        assert "gpt-other" in shown

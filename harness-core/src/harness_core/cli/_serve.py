@@ -30,10 +30,12 @@ def serve(args: Namespace) -> int:
     app = App()
     app.use_sandbox(args.sandbox)
     default = args.model or app.settings.model
+    offered = tuple(dict.fromkeys(s for s in (default, *app.settings.models, DEMO) if s))
     web = WebRuntime(
         runtime=app,
-        make_model=lambda spec: _model(app, spec, default),
+        make_model=lambda spec: _model(app, spec, default, offered),
         default_model=default,
+        models=offered,
         cwd=os.getcwd(),
         demo_prompt=_demo_prompt(),
         # the page can always ask: under `ask` each call with effects outside the log waits
@@ -127,7 +129,7 @@ def _demo_prompt() -> str:
     return prompt
 
 
-def _model(app: App, chosen: str | None, default: str | None) -> Model:
+def _model(app: App, chosen: str | None, default: str | None, offered: tuple[str, ...]) -> Model:
     """The model for a turn, `chosen` by the client or else the default; every failure is a
     ValueError the API answers with 422.
 
@@ -138,6 +140,11 @@ def _model(app: App, chosen: str | None, default: str | None) -> Model:
         raise ValueError(
             "a client may not choose a scripted: model file; start harness serve with "
             "--model scripted:PATH to use one"
+        )
+    if chosen and chosen not in offered:
+        raise ValueError(
+            f"{chosen} is not a model this server offers ({', '.join(offered)}): add it to "
+            "models = [...] in the config, or start harness serve with --model"
         )
     spec = chosen or default
     if spec == DEMO:

@@ -96,6 +96,9 @@ def create_app(
     async def config(request: Request) -> Response:
         return JSONResponse({"model": hub.web.default_model, "demo": hub.web.demo_prompt})
 
+    async def models(request: Request) -> Response:
+        return JSONResponse({"models": list(hub.web.models), "default": hub.web.default_model})
+
     async def dock_list(request: Request) -> Response:
         entries = sorted(docked.items(), key=lambda item: item[1].order)
         return JSONResponse(
@@ -207,6 +210,7 @@ def create_app(
             Route("/dock/{path:path}", guard(dock_module, api=False)),
             Route("/api/dock", api(dock_list)),
             Route("/api/config", api(config)),
+            Route("/api/models", api(models)),
             Route("/api/activity", api(activity)),
             Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
             Route("/api/sessions/{id}", api(session), methods=["PATCH", "DELETE"]),

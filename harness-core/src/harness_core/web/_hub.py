@@ -72,6 +72,8 @@ class WebRuntime:
     max_sessions: int = MAX_SESSIONS
     # `serve --queue`: turns go to a plugin's queue and run on its workers, not here
     queue: TurnQueue | None = None
+    # the specs a client may choose (GET /api/models): its --model, the configured `models`
+    models: tuple[str, ...] = ()
 
 
 class Busy(Exception):

@@ -439,6 +439,7 @@ function render(envelope, into) {
       break;
     case "message/assistant": {
       const message = stamp(el("div", { "data-testid": "message", "data-role": "assistant", class: "message assistant" }), envelope);
+      if (data.model) message.dataset.model = data.model;  // shown beside its time (CSS)
       if (data.reasoning_content) {
         const thought = el("details", { class: "reasoning" });
         thought.append(el("summary", {}, "reasoning"), el("div", {}, data.reasoning_content));
@@ -477,7 +478,7 @@ function turnError(error, prompt) {
     const retry = el("button", { type: "button", class: "primary", "data-testid": "retry" }, "Retry");
     retry.onclick = async () => {
       retry.disabled = true;
-      try { await accepted(prompt, await send(prompt)); clearError(); } catch (error) { showError(error); }
+      try { await accepted(prompt, await send(prompt, chosenModel())); clearError(); } catch (error) { showError(error); }
       retry.disabled = false;
     };
     box.append(retry);
@@ -959,6 +960,25 @@ function accepted(prompt, reply) {
   toEnd();
 }
 
+// The model picker: the specs the server offers; the next turn plays the one chosen (the
+// server's default goes unnamed, so a session started on another model keeps it).
+async function pickModels() {
+  const { models, default: fallback } = await api("/api/models");
+  const picker = $("model-picker");
+  const options = fallback ? [] : [el("option", { value: "" }, "No model set")];
+  for (const spec of models) options.push(el("option", { value: spec }, spec === "demo" ? "demo (scripted)" : spec));
+  picker.replaceChildren(...options);
+  const kept = sessionStorage.getItem("harness:model");
+  picker.value = kept !== null && models.includes(kept) ? kept : fallback || "";
+  picker.onchange = () => sessionStorage.setItem("harness:model", picker.value);
+  picker.hidden = models.length < 2 && Boolean(fallback);
+}
+
+function chosenModel() {
+  const value = $("model-picker").value;
+  return value && value !== state.config.model ? value : null;
+}
+
 async function newSession(model) {
   const { id } = await api("/api/sessions", { method: "POST", body: JSON.stringify(model ? { model } : {}) });
   location.hash = `#/s/${id}`;
@@ -974,7 +994,7 @@ async function submitPrompt() {
   $("log").querySelector(".welcome")?.remove();  // something happens: the hint goes at once
   try {
     if (!state.id) await openSession(await newSession(null));
-    const reply = await send(prompt);
+    const reply = await send(prompt, chosenModel());
     if (box.value === prompt) box.value = "";
     accepted(prompt, reply);
     clearError();
@@ -1045,6 +1065,7 @@ async function start() {
     return;
   }
   state.config = await api("/api/config");
+  await pickModels();
   $("demo").hidden = state.config.model !== null;
   $("demo").onclick = () => runDemo().catch(showError);
   $("new-session").onclick = () => newSession(null).catch(showError);
