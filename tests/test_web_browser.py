@@ -1307,3 +1307,139 @@ def test_the_model_picker_chooses_the_next_turns_model_and_each_answer_names_its
         expect(answers.nth(1)).to_have_attribute("data-model", "gpt-other")
         shown = answers.nth(1).evaluate("(m) => getComputedStyle(m, '::before').content")
         assert "gpt-other" in shown
+
+
+def seeded(home: Path, *turns: tuple[str, ...]) -> str:
+    """A session written straight to the store: each turn a prompt and its answers."""
+    host = PluginHost()
+    builtins.add_to(host)
+    host.load_entry_points()
+    with SessionStore(home, host.event_types).create() as log:
+        for n, (prompt, *answers) in enumerate(turns, 1):
+            log.append("turn/start", {}, turn=n)
+            log.append("message/user", {"text": prompt}, turn=n)
+            for answer in answers:
+                log.append("message/assistant", {"text": answer}, turn=n)
+            log.append("turn/end", {"status": "completed"}, turn=n)
+        return log.session_id
+
+
+FOCUSED = (
+    "document.activeElement && (document.activeElement.dataset.testid || document.activeElement.id)"
+)
+
+
+@BOTH
+def test_opening_with_enter_focuses_the_prompt_and_tabbing_past_load_earlier_loads_nothing(
+    browser: object, device: str, harness_home: Path
+) -> None:
+    """A session opened from the list with Enter puts focus in the prompt; Tab onto "Load
+    earlier events" and past it loads nothing; Enter on it loads the older page."""
+    expect = playwright_api.expect
+    answers = [f"Answer {n}, a paragraph of its own." for n in range(300)]
+    session = seeded(harness_home, ("Tell me a lot", *answers))
+    with serve(harness_home) as served, device_page(browser, device) as page:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        if device == "phone":
+            page.click("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+        page.focus(f"[data-testid=session-link][data-id='{session}']")  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=prompt]")).to_be_focused()  # type: ignore[attr-defined]
+        shown = page.locator("[data-testid=message]")  # type: ignore[attr-defined]
+        before = shown.count()
+        assert before < 250  # the tail page only
+        page.focus("#messages")  # type: ignore[attr-defined]
+        page.keyboard.press("Tab")  # type: ignore[attr-defined]
+        assert page.evaluate(FOCUSED) == "older"  # type: ignore[attr-defined]
+        page.keyboard.press("Tab")  # type: ignore[attr-defined]
+        page.wait_for_timeout(800)  # type: ignore[attr-defined]
+        assert shown.count() == before
+        page.focus("#older")  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        expect(shown).to_have_count(301)
+
+
+TOUCH_TARGETS = """[...document.querySelectorAll('button, a[href], select, summary')]
+  .filter((node) => node.getClientRects().length && !node.closest('.message'))
+  .map((node) => [node.dataset.testid || node.id || node.className || node.textContent.slice(0, 20),
+                  Math.round(node.getBoundingClientRect().width),
+                  Math.round(node.getBoundingClientRect().height)])"""
+
+
+@BOTH
+def test_an_approval_shows_its_command_once_answers_to_y_and_touch_targets_are_44px(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """A short command waiting for approval shows once (its row's line, no second copy);
+    the question answers to y; on the touch screen every button, link and row line is at
+    least 44x44 CSS px."""
+    expect = playwright_api.expect
+    steps = [{"tool_calls": [bash_call("echo hi")]}, {"text": "Said hi."}]
+    with (
+        asking(harness_home, tmp_path / "hi.json", steps) as (served, _client, session),
+        device_page(browser, device) as page,
+    ):
+        seeded(harness_home, ("Another session", "Yes."))
+        open_session(page, served, session)
+        send(page, "go")
+        row = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
+        expect(row.locator("[data-testid=tool-summary]")).to_have_text("$ echo hi")
+        expect(row.locator("[data-testid=approval-detail]")).to_have_count(0)
+        assert row.inner_text().count("echo hi") == 1
+        if device == "phone":
+            small = [t for t in page.evaluate(TOUCH_TARGETS) if t[1] < 44 or t[2] < 44]  # type: ignore[attr-defined]
+            assert small == []
+            page.click("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+            small = [t for t in page.evaluate(TOUCH_TARGETS) if t[1] < 44 or t[2] < 44]  # type: ignore[attr-defined]
+            assert small == []
+            page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        row.locator("[data-testid=approval]").focus()
+        page.keyboard.press("y")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "ok", timeout=15000)
+        expect(row.locator("[data-testid=approval-note]")).to_have_text("allowed by the user")
+
+
+@BOTH
+def test_new_session_saves_nothing_until_a_prompt_and_search_reads_prompts(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """ "New session" shows a blank page and saves nothing; the first prompt makes the
+    session. Search finds a session by a later prompt, and says when nothing matches."""
+    expect = playwright_api.expect
+    parser = seeded(harness_home, ("hello", "Hi."), ("the parser is broken", "Fixed."))
+    docs = seeded(harness_home, ("write the docs", "Written."))
+    model = write_script(tmp_path / "new.json", [{"text": "Started."}])
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        open_session(page, served, docs)
+        links = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
+        expect(links).to_have_count(2)
+        toggle = page.locator("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+        if device == "phone":
+            toggle.click()
+        page.click("[data-testid=new-session]")  # type: ignore[attr-defined]
+        expect(page.locator(".welcome")).to_be_visible()  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=prompt]")).to_be_focused()  # type: ignore[attr-defined]
+        page.wait_for_timeout(500)  # type: ignore[attr-defined]
+        assert len(client.get("/api/sessions").json()["sessions"]) == 2
+        expect(links).to_have_count(2)
+        send(page, "Start something")
+        answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(answers).to_have_text(["Started."], timeout=15000)
+        assert len(client.get("/api/sessions").json()["sessions"]) == 3
+        if device == "phone":
+            toggle.click()
+        page.fill("#search", "parser")  # type: ignore[attr-defined]
+        visible = page.locator("[data-testid=session-link]:visible")  # type: ignore[attr-defined]
+        expect(visible).to_have_count(1)
+        expect(visible).to_have_attribute("data-id", parser)
+        page.fill("#search", "no such words")  # type: ignore[attr-defined]
+        expect(visible).to_have_count(0)
+        expect(page.locator("[data-testid=no-match]")).to_have_text(  # type: ignore[attr-defined]
+            "No session matches “no such words”."
+        )

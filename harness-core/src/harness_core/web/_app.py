@@ -96,6 +96,16 @@ def create_app(
     async def config(request: Request) -> Response:
         return JSONResponse({"model": hub.web.default_model, "demo": hub.web.demo_prompt})
 
+    async def search(request: Request) -> Response:
+        """The sessions whose title or user prompts contain `q` (case-insensitive), newest
+        first; each log is read in a worker thread, off the event loop."""
+        needle = request.query_params.get("q", "").strip().casefold()
+        if not needle:
+            raise _Unprocessable("q must be the text to search for")
+        listed = await hub.sessions()
+        found = await asyncio.to_thread(_matching, hub, listed, needle)
+        return JSONResponse({"ids": found})
+
     async def models(request: Request) -> Response:
         return JSONResponse({"models": list(hub.web.models), "default": hub.web.default_model})
 
@@ -213,6 +223,7 @@ def create_app(
             Route("/api/models", api(models)),
             Route("/api/activity", api(activity)),
             Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
+            Route("/api/search", api(search)),
             Route("/api/sessions/{id}", api(session), methods=["PATCH", "DELETE"]),
             Route("/api/sessions/{id}/history", api(history)),
             Route("/api/sessions/{id}/events", api(events)),
@@ -256,6 +267,22 @@ async def _stream(
                 yield ServerSentEvent(json.dumps(data), event=kind)
     finally:
         hub.unsubscribe(session_id, queue)
+
+
+def _matching(hub: Hub, listed: Sequence[Any], needle: str) -> list[str]:
+    found = []
+    for summary in listed:
+        if needle in (summary.title or "").casefold():
+            found.append(summary.id)
+            continue
+        try:
+            with hub.runtime.reader(summary.id) as log:
+                prompts = [e.data.get("text", "") for e in log.events if e.type == "message/user"]
+        except (OSError, ValueError, SessionNotFound, NotASession):
+            continue  # gone or unreadable meanwhile: not a match
+        if any(needle in str(text).casefold() for text in prompts):
+            found.append(summary.id)
+    return found
 
 
 async def _activity(

@@ -255,18 +255,29 @@ function answer(callId, reply, buttons) {
 function askBox(question) {
   const box = el("div", { class: "approval", "data-testid": "approval", role: "group", tabindex: "-1",
                           "aria-label": `Approval needed: ${question.tool} wants to run ${question.summary}` });
-  if (question.detail) {
+  // The whole command, unless the call's one line already shows all of it: it shows once.
+  if (question.detail && !question.summary.includes(question.detail)) {
     const detail = el("pre", { "data-testid": "approval-detail" });
     detail.append(visible(question.detail));
     box.append(detail);
   }
   const buttons = el("div", { class: "approval-buttons" });
-  for (const [testid, reply, label] of [["allow", "once", "Allow once"],
-      ["allow-session", "session", `Allow ${question.tool} for this session`], ["deny", "deny", "Deny"]]) {
-    const button = el("button", { type: "button", "data-testid": testid }, label);
+  const keys = {};
+  for (const [testid, reply, label, key, kind] of [["allow", "once", "Allow once", "y", "primary"],
+      ["allow-session", "session", `Allow ${question.tool} for this session`, "a", ""],
+      ["deny", "deny", "Deny", "n", "destructive"]]) {
+    const button = el("button", { type: "button", "data-testid": testid, class: kind, "aria-keyshortcuts": key }, label);
     button.onclick = () => answer(question.call_id, reply, buttons);
     buttons.append(button);
+    keys[key] = button;
   }
+  // y, a and n answer while the question (or one of its buttons) has focus, as in the terminal.
+  box.onkeydown = (event) => {
+    const button = keys[event.key.toLowerCase()];
+    if (!button || event.ctrlKey || event.metaKey || event.altKey || button.disabled) return;
+    event.preventDefault();
+    button.click();
+  };
   box.append(buttons);
   return box;
 }
@@ -782,12 +793,34 @@ async function listSessions() {
   filterSessions();
 }
 
+// Search: titles at once, then the server's answer, which also reads the user prompts.
+let searching = 0;
 function filterSessions() {
   const needle = $("search").value.trim().toLowerCase();
+  showMatches(needle, null);
+  clearTimeout(searching);
+  if (!needle) return;
+  searching = setTimeout(async () => {
+    try {
+      const { ids } = await api(`/api/search?q=${encodeURIComponent(needle)}`);
+      if ($("search").value.trim().toLowerCase() === needle) showMatches(needle, new Set(ids));
+    } catch { /* the titles' matches stay */ }
+  }, 200);
+}
+
+function showMatches(needle, found) {
+  let shown = 0;
   for (const entry of $("sessions").children) {
+    if (!entry.classList.contains("session-entry")) continue;
     const title = entry.querySelector(".title")?.textContent ?? "";
-    entry.hidden = Boolean(needle) && !title.toLowerCase().includes(needle) && !entry.dataset.id.includes(needle);
+    const match = !needle || title.toLowerCase().includes(needle) || entry.dataset.id.includes(needle) ||
+      Boolean(found?.has(entry.dataset.id));
+    entry.hidden = !match;
+    shown += match;
   }
+  const none = $("no-match");
+  none.hidden = !(needle && found && !shown);
+  none.textContent = `No session matches “${needle}”.`;
 }
 
 function markCurrent(id) {
@@ -826,6 +859,7 @@ async function openSession(id) {
   showOlder(page.before, generation);
   connect(id);
   toEnd();
+  if (!state.questions.size) $("prompt").focus({ preventScroll: true });  // a question keeps it
   document.body.dataset.session = id;  // the page shows this session now (tests wait on it)
   await listSessions();
 }
@@ -851,7 +885,10 @@ function showOlder(before, generation) {
 }
 
 const older = new IntersectionObserver((entries) => {
-  if (entries.some((e) => e.isIntersecting) && !$("older").hidden) $("older").onclick?.();
+  // Scrolled into view by the reader, not by a Tab passing over it (Enter or a click loads then).
+  if (entries.some((e) => e.isIntersecting) && !$("older").hidden && document.activeElement !== $("older")) {
+    $("older").onclick?.();
+  }
 }, { root: null, rootMargin: "200px" });
 
 // The event stream, read with fetch so it can carry the bearer header (EventSource cannot).
@@ -979,6 +1016,31 @@ function chosenModel() {
   return value && value !== state.config.model ? value : null;
 }
 
+// "New session" makes nothing on the server: the page starts blank, and the first prompt
+// creates the session.
+function blankSession() {
+  ++state.generation;
+  state.stream?.abort();
+  Object.assign(state, { id: null, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
+                         questions: new Map(), follow: true, prompts: new Map(), ended: -1, title: "" });
+  for (const unmount of state.unmounts) unmount();
+  state.unmounts = [];
+  state.snapshotListeners = [];
+  working(false);
+  delete document.body.dataset.session;
+  for (const id of ["approvals", "queue", "dock-slot"]) $(id).replaceChildren();
+  $("older").hidden = $("delete-session").hidden = true;
+  endStreaming();
+  clearError();
+  $("session-title").textContent = "";
+  markCurrent(null);
+  retitle();
+  if (location.hash) history.pushState(null, "", location.pathname);
+  welcome();
+  closeDrawer();
+  $("prompt").focus();
+}
+
 async function newSession(model) {
   const { id } = await api("/api/sessions", { method: "POST", body: JSON.stringify(model ? { model } : {}) });
   location.hash = `#/s/${id}`;
@@ -1068,7 +1130,7 @@ async function start() {
   await pickModels();
   $("demo").hidden = state.config.model !== null;
   $("demo").onclick = () => runDemo().catch(showError);
-  $("new-session").onclick = () => newSession(null).catch(showError);
+  $("new-session").onclick = blankSession;
   $("sessions-toggle").onclick = () => openDrawer(!document.body.classList.contains("drawer-open"));
   $("backdrop").onclick = closeDrawer;
   $("sessions").onclick = closeDrawer;  // a chosen session, even the one on screen
