@@ -369,7 +369,12 @@ function place(into, row) {
   if (run.length <= GROUP_AFTER) { into.append(row); return; }
   const group = el("details", { class: "tool-group", "data-testid": "tool-group" });
   const rows = el("div", { class: "group-rows" });
-  group.append(el("summary", { class: "group-line" }), rows);
+  const line = el("summary", { class: "group-line" });
+  // A group that forms while its turn runs stays open, so the run can be watched; it folds
+  // when the turn ends, unless the reader opened or closed it meanwhile.
+  if (into === $("log") && state.running) { group.open = true; group.dataset.auto = "1"; }
+  line.onclick = () => { delete group.dataset.auto; };
+  group.append(line, rows);
   into.append(group);
   rows.append(...run);
   regroup(group);
@@ -568,6 +573,9 @@ function working(running) {
   button.textContent = running ? "Stop" : "Send";
   button.setAttribute("aria-label", running ? "Stop the turn" : "Send the prompt");
   $("working").hidden = !running;
+  if (!running) {
+    for (const group of $("log").querySelectorAll(".tool-group[data-auto]")) { group.open = false; delete group.dataset.auto; }
+  }
   if (running && state.follow) endSoon();
 }
 
