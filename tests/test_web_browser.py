@@ -1008,12 +1008,12 @@ BOTH = pytest.mark.parametrize("device", ["desk", "phone"])
 
 
 @contextmanager
-def device_page(browser: object, device: str) -> Iterator[object]:
+def device_page(browser: object, device: str, **options: object) -> Iterator[object]:
     if device == "desk":
-        with browsing(browser, DESK) as opened:
+        with browsing(browser, DESK, **options) as opened:
             yield opened
     else:
-        with browsing(browser, PHONE, is_mobile=True, has_touch=True) as opened:
+        with browsing(browser, PHONE, is_mobile=True, has_touch=True, **options) as opened:
             yield opened
 
 
@@ -1443,3 +1443,32 @@ def test_new_session_saves_nothing_until_a_prompt_and_search_reads_prompts(
         expect(page.locator("[data-testid=no-match]")).to_have_text(  # type: ignore[attr-defined]
             "No session matches “no such words”."
         )
+
+
+@BOTH
+def test_headings_in_a_message_follow_the_pages_outline(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """`##` and `###` in an answer are an h2 and an h3 under the page's h1 (a `##` was an h4):
+    axe-core's heading-order rule finds nothing."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "h.json", [{"text": "## Steps\n\nfirst\n\n### Detail\n\nok"}])
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device, bypass_csp=True) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Outline it")
+        answer = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(answer).to_contain_text("Detail", timeout=15000)
+        levels = answer.evaluate(
+            "(m) => [...m.querySelectorAll('h1,h2,h3,h4,h5,h6')].map((h) => h.tagName)"
+        )
+        assert levels == ["H2", "H3"]
+        page.add_script_tag(path=str(AXE))  # type: ignore[attr-defined]
+        found = page.evaluate(  # type: ignore[attr-defined]
+            "axe.run(document, {runOnly: ['heading-order']}).then((r) => r.violations.length)"
+        )
+        assert found == 0

@@ -177,7 +177,7 @@ function blocks(parent, tokens) {
   for (const token of tokens || []) {
     switch (token.type) {
       case "paragraph": parent.append(inlines(el("p"), token.tokens)); break;
-      case "heading": parent.append(inlines(el(`h${Math.min(6, token.depth + 2)}`), token.tokens)); break;
+      case "heading": parent.append(inlines(el(`h${Math.min(6, Math.max(2, token.depth - headingShift))}`), token.tokens)); break;
       case "code": parent.append(codeBlock(token.text)); break;
       case "blockquote": parent.append(blocks(el("blockquote"), token.tokens)); break;
       case "hr": parent.append(el("hr")); break;
@@ -219,9 +219,16 @@ function blocks(parent, tokens) {
   return parent;
 }
 
+// A message's top heading is an h2 under the page's h1, whatever its `#` count, so the
+// outline has no skipped level (`##` used to be an h4).
+let headingShift = 0;
+
 function markdown(text) {
   try {
-    return blocks(document.createDocumentFragment(), lexer(text));
+    const tokens = lexer(text);
+    const depths = tokens.filter((t) => t.type === "heading").map((t) => t.depth);
+    headingShift = depths.length ? Math.min(...depths) - 2 : 0;
+    return blocks(document.createDocumentFragment(), tokens);
   } catch {
     return el("p", {}, text);  // whatever marked cannot read shows as it came
   }
@@ -401,9 +408,9 @@ function countGroups() {
     const line = [`Ran ${rows.length} ${what}${rows.length === 1 ? "" : "s"}`];
     if (failed) line.push(`${failed} failed`);
     if (running) line.push(`${running} running`);
-    const summary = group.querySelector(".group-line");
-    summary.textContent = line.join(" · ");
-    group.dataset.failed = String(failed);
+    const summary = group.querySelector(".group-line"), text = line.join(" · ");
+    if (summary.textContent !== text) summary.textContent = text;
+    if (group.dataset.failed !== String(failed)) group.dataset.failed = String(failed);
   }
   regrouping.clear();
 }
@@ -566,6 +573,7 @@ function applySnapshot(snapshot) {
 
 // While a turn runs, Send is a Stop button and the conversation says it is working.
 function working(running) {
+  if (running === state.running && $("send").dataset.state === (running ? "stop" : "send")) return;  // each snapshot asks
   state.running = running;
   $("cancel").disabled = !running;
   const button = $("send");
