@@ -150,3 +150,16 @@ def test_a_streamed_answer_with_reasoning_from_a_real_http_model(
     assert cell.italics
     assert terminal.row_of("The answer is 42.") == thought + 1
     assert not terminal.style_at(thought + 1, "The answer").italics
+
+
+def test_a_command_that_exits_non_zero_is_marked_with_a_red_cross(tmp_path: Path) -> None:
+    """`false` is a failure at a glance (✗ in red and its exit code), `true` stays ✓ in green;
+    the model still reads the command's answer, not an error."""
+    steps = [{"tool_calls": [bash_call("false")]}, {"tool_calls": [bash_call("true")]}]
+    steps.append({"text": "ok"})
+    terminal = Terminal("run", "--model", write_script(tmp_path / "s.json", steps), "go")
+    assert terminal.wait() == 0
+    failed = terminal.row_of("✗ $ false  exit 1")
+    assert terminal.style_at(failed, "✗").fg == "red"
+    passed = terminal.row_of("✓ $ true  exit 0")
+    assert terminal.style_at(passed, "✓").fg == "green"

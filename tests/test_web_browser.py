@@ -29,6 +29,7 @@ import pytest
 from harness_core import builtins
 from harness_core.log import SessionStore
 from harness_core.plugins import PluginHost
+from harness_core.testing.openai_server import OpenAIServer, error_reply, reply
 from test_cli_support import bash_call, todo_call, write_script
 from web_support import (
     ONCE_DENY_SESSION,
@@ -545,8 +546,8 @@ def test_the_prompt_the_capped_plan_and_an_approval_stay_on_screen(
 def test_with_no_model_a_session_still_starts_and_the_demo_runs_there_paced(
     page: object, harness_home: Path
 ) -> None:
-    """No model anywhere: the empty page says so; New session works (201); a prompt is
-    refused in one line that says how to choose a model, the prompt stays in the box, and the
+    """No model anywhere: the empty page says so; New session shows a blank page and the first
+    prompt makes the session (201); that prompt is refused in one line that says how to choose a model, the prompt stays in the box, and the
     error offers the demo, which runs in that session paced: the plan goes 0/4, 1/4, ... 4/4
     step by step, taking seconds, not milliseconds."""
     expect = playwright_api.expect
@@ -554,7 +555,6 @@ def test_with_no_model_a_session_still_starts_and_the_demo_runs_there_paced(
         page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
         expect(page.locator(".welcome")).to_contain_text("No model is configured")  # type: ignore[attr-defined]
         page.click("[data-testid=new-session]")  # type: ignore[attr-defined]
-        page.wait_for_selector("body[data-session]")  # type: ignore[attr-defined]
         send(page, "Hello?")
         error = page.locator("[data-testid=error]")  # type: ignore[attr-defined]
         expect(error).to_contain_text("no model chosen: start harness serve with --model")
@@ -836,14 +836,15 @@ OUTPUTS = """[...document.querySelectorAll('[data-testid=tool-row]')].map((row) 
 
 def test_a_row_split_across_pages_keeps_its_output(page: object, harness_home: Path) -> None:
     """The tail page starts with a result whose call is on the older page: once the older
-    page loads, that row is ✓ with its output, like every other."""
+    page loads (the reader scrolls up), that row is ✓ with its output, like every other."""
     expect = playwright_api.expect
     session = split_session(harness_home, 120)
     with serve(harness_home) as served, served.client() as client:
         tail = client.get(f"/api/sessions/{session}/history", params={"limit": 200}).json()
         assert tail["events"][0]["type"] == "tool/result"
         open_session(page, served, session)
-        page.get_by_role("button", name="Load earlier events").click()  # type: ignore[attr-defined]
+        # The rows fold into groups, so the top (and the older page's button) is soon in view.
+        page.locator("#messages").evaluate("(box) => box.scrollTo(0, 0)")  # type: ignore[attr-defined]
         rows = page.locator("[data-testid=tool-row]")  # type: ignore[attr-defined]
         expect(rows).to_have_count(120)
         assert page.evaluate(OUTPUTS) == [["ok", f"output {n}"] for n in range(120)]  # type: ignore[attr-defined]
@@ -998,3 +999,475 @@ def test_a_session_is_renamed_in_the_list_with_the_keyboard_and_found_by_search(
         expect(renamed).to_contain_text("Quarterly report")
         listed = {s["id"]: s["title"] for s in client.get("/api/sessions").json()["sessions"]}
     assert listed == {first: None, second: "Quarterly report"}
+
+
+# -- the page as a daily tool: at both widths, the phone with touch ---------------------------
+
+BOTH = pytest.mark.parametrize("device", ["desk", "phone"])
+
+
+@contextmanager
+def device_page(browser: object, device: str, **options: object) -> Iterator[object]:
+    if device == "desk":
+        with browsing(browser, DESK, **options) as opened:
+            yield opened
+    else:
+        with browsing(browser, PHONE, is_mobile=True, has_touch=True, **options) as opened:
+            yield opened
+
+
+@BOTH
+def test_while_a_turn_runs_send_is_stop_and_the_page_says_it_is_working(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """The first prompt on the start page: the welcome text goes, the prompt shows as a
+    message, Send becomes Stop and the conversation says it is working; Stop cancels the
+    turn, and Send and the quiet conversation come back."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "slow.json", SLOW)
+    with serve(harness_home, "--model", model) as served, device_page(browser, device) as page:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        expect(page.locator(".welcome")).to_be_visible()  # type: ignore[attr-defined]
+        button = page.locator("[data-testid=send]")  # type: ignore[attr-defined]
+        working = page.locator("[data-testid=working]")  # type: ignore[attr-defined]
+        expect(working).to_be_hidden()
+        send(page, "Count the files")
+        expect(page.locator(".welcome")).to_have_count(0)  # type: ignore[attr-defined]
+        users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+        expect(users).to_have_text(["Count the files"])
+        expect(button).to_have_attribute("data-state", "stop", timeout=15000)
+        expect(button).to_have_text("Stop")
+        expect(working).to_be_visible()
+        button.click()
+        expect(page.locator(".turn-note")).to_have_text("turn cancelled", timeout=15000)  # type: ignore[attr-defined]
+        expect(button).to_have_attribute("data-state", "send")
+        expect(button).to_have_text("Send")
+        expect(working).to_be_hidden()
+        expect(users).to_have_text(["Count the files"])  # shown once, never twice
+
+
+@BOTH
+def test_a_failed_turn_is_an_error_with_retry_that_sends_the_prompt_again(
+    browser: object, device: str, harness_home: Path, openai_server: OpenAIServer
+) -> None:
+    """The model's endpoint refuses the turn: the page shows the one line as an error (not a
+    grey note) with Retry; Retry sends the same prompt again and the answer comes."""
+    expect = playwright_api.expect
+    openai_server.expect(error_reply(400, "the context is too long"))
+    env = {"OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    with (
+        serve(harness_home, "--model", "openai:gpt-test", env=env) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Summarize the repo")
+        failure = page.locator("[data-testid=turn-error]")  # type: ignore[attr-defined]
+        expect(failure).to_contain_text("the context is too long", timeout=15000)
+        expect(failure).to_have_attribute("role", "alert")
+        colours = failure.evaluate(
+            "(box) => [getComputedStyle(box).backgroundColor,"
+            " getComputedStyle(box).borderLeftColor]"
+        )
+        assert "rgba(0, 0, 0, 0)" not in colours  # drawn as an error, not a bare line
+        openai_server.expect(reply("Summed up."))
+        failure.locator("[data-testid=retry]").click()
+        expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_text(  # type: ignore[attr-defined]
+            ["Summed up."], timeout=15000
+        )
+        users = page.locator("[data-testid=message][data-role=user]")  # type: ignore[attr-defined]
+        expect(users).to_have_text(["Summarize the repo", "Summarize the repo"])
+
+
+@BOTH
+def test_a_command_that_exits_non_zero_is_a_failure_at_a_glance(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """`false` gets data-exit=1, the failure state and mark; `true` stays ok with exit 0;
+    after a reload (rows from the tail page) the same."""
+    expect = playwright_api.expect
+    steps = [{"tool_calls": [bash_call("false"), bash_call("true")]}, {"text": "Checked."}]
+    model = write_script(tmp_path / "exit.json", steps)
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Check")
+        rows = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        for _ in range(2):
+            expect(rows.nth(0)).to_have_attribute("data-exit", "1", timeout=15000)
+            expect(rows.nth(0)).to_have_attribute("data-state", "error")
+            mark = (
+                rows.nth(0)
+                .locator(".mark")
+                .evaluate("(m) => getComputedStyle(m, '::before').content")
+            )
+            assert mark == '"✗"'
+            expect(rows.nth(1)).to_have_attribute("data-exit", "0")
+            expect(rows.nth(1)).to_have_attribute("data-state", "ok")
+            served.wait_idle(session)
+            page.reload()  # type: ignore[attr-defined]
+            page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]
+
+
+@BOTH
+def test_the_token_survives_a_restart_and_a_page_without_it_asks_for_it(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """The token is kept in HARNESS_HOME/web-token (0600): a restarted server keeps the open
+    page working. --new-token makes another: the page shows the token form and a message,
+    the printed URL pasted there brings it back with the draft kept. A tab without a token
+    shows the form; a wrong token shows the form, not a line of JSON."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "answers.json", [{"text": "One."}, {"text": "Two."}])
+    port = free_port()
+    plain = {"HARNESS_WEB_TOKEN": None}
+    answers = None
+    with device_page(browser, device) as page:
+        form = page.locator("[data-testid=token-form]")  # type: ignore[attr-defined]
+        with serve(harness_home, "--model", model, env=plain, port=port) as served:
+            kept = harness_home / "web-token"
+            assert kept.read_text().strip() == served.token
+            assert kept.stat().st_mode & 0o777 == 0o600
+            first = served.token
+            page.goto(served.url)  # type: ignore[attr-defined]
+            expect(form).to_be_visible()
+            expect(form).to_contain_text("paste the URL harness serve printed")
+            page.fill("[data-testid=token-input]", first)  # type: ignore[attr-defined]
+            page.press("[data-testid=token-input]", "Enter")  # type: ignore[attr-defined]
+            expect(form).to_be_hidden()
+            send(page, "First")
+            answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+            expect(answers).to_have_text(["One."], timeout=15000)
+        with serve(harness_home, "--model", model, env=plain, port=port) as served:
+            assert served.token == first
+            send(page, "Second")
+            # a new server's player starts the script again
+            expect(answers).to_have_text(["One.", "One."], timeout=20000)
+            expect(form).to_be_hidden()
+        with serve(harness_home, "--new-token", env=plain, port=port) as served:
+            assert served.token != first
+            assert (harness_home / "web-token").read_text().strip() == served.token
+            page.fill("[data-testid=prompt]", "a draft")  # type: ignore[attr-defined]
+            page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # type: ignore[attr-defined]
+            expect(form).to_be_visible(timeout=10000)
+            expect(form).to_contain_text("refused this page's token")
+            page.fill("[data-testid=token-input]", f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+            page.press("[data-testid=token-input]", "Enter")  # type: ignore[attr-defined]
+            expect(form).to_be_hidden()
+            expect(page.locator("[data-testid=session-link]")).to_have_count(1)  # type: ignore[attr-defined]
+            expect(page.locator("[data-testid=prompt]")).to_have_value("a draft")  # type: ignore[attr-defined]
+            page.goto(f"{served.url}?token=not-the-token")  # type: ignore[attr-defined]
+            expect(form).to_be_visible()
+            assert '{"error"' not in page.locator("body").inner_text()  # type: ignore[attr-defined]
+
+
+@BOTH
+def test_the_list_marks_running_and_waiting_sessions_live_with_relative_times(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """Under --approval ask, one session runs a command (allowed) and another waits for an
+    answer, neither open on the page: the list marks them, live, and the marks go when the
+    turn ends; rows read as a title and a relative time, not an event count."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "slow.json", SLOW)
+    with (
+        serve(harness_home, "--model", model, "--approval", "ask") as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        running, waiting = (client.post("/api/sessions", json={}).json()["id"] for _ in "ab")
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        links = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
+        expect(links).to_have_count(2)
+        expect(links.first).to_contain_text("Just now")
+        expect(links.first).not_to_contain_text("events")
+        client.post(f"/api/sessions/{running}/turns", json={"prompt": "Wait a while"})
+        asked = served.wait_question(running)
+        client.post(
+            f"/api/sessions/{running}/approvals",
+            json={"call_id": asked["call_id"], "answer": "once"},
+        )
+        client.post(f"/api/sessions/{waiting}/turns", json={"prompt": "Ask me"})
+        served.wait_question(waiting)
+        if device == "phone":  # the list is a drawer there: its button says something waits
+            toggle = page.locator("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+            expect(toggle).to_have_attribute("data-waiting", "1", timeout=15000)
+            toggle.click()
+        one = page.locator(f"[data-testid=session-link][data-id='{running}']")  # type: ignore[attr-defined]
+        other = page.locator(f"[data-testid=session-link][data-id='{waiting}']")  # type: ignore[attr-defined]
+        expect(one.locator("[data-testid=session-running]")).to_be_visible(timeout=15000)
+        expect(other.locator("[data-testid=session-waiting]")).to_be_visible(timeout=15000)
+        expect(one.locator("[data-testid=session-waiting]")).to_have_count(0)
+        client.post(f"/api/sessions/{running}/cancel")
+        expect(one.locator("[data-testid=session-running]")).to_have_count(0, timeout=15000)
+        expect(other.locator("[data-testid=session-waiting]")).to_be_visible()
+
+
+LONG_RUN = [
+    {"text": "Plan.", "tool_calls": [todo_call(("Look at each", "in_progress"))]},
+    {
+        "text": "Running them.",
+        "tool_calls": [bash_call(f"echo {n}") for n in range(11)] + [bash_call("false")],
+    },
+    {"text": "All looked at.", "tool_calls": [todo_call(("Look at each", "completed"))]},
+    {"text": "\n\n".join(f"Line {n} of the report." for n in range(80))},
+]
+
+
+@BOTH
+def test_a_long_run_folds_into_a_group_jump_to_latest_and_a_finished_plan_collapses(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """Twelve commands in a row fold into one "Ran 12 commands · 1 failed" line that opens;
+    a reader scrolled up gets "jump to latest", which takes them back to the end; the plan,
+    all done, shows its summary only until opened."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "long.json", LONG_RUN)
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Look at everything")
+        answer = page.locator("[data-testid=message][data-role=assistant]").last  # type: ignore[attr-defined]
+        expect(answer).to_contain_text("Line 79 of the report.", timeout=20000)
+        jump = page.locator("[data-testid=jump-latest]")  # type: ignore[attr-defined]
+        expect(jump).to_be_hidden()
+        page.locator("#messages").evaluate("(box) => box.scrollTo(0, 0)")  # type: ignore[attr-defined]
+        expect(jump).to_be_visible()
+        jump.click()
+        expect(jump).to_be_hidden()
+        expect(answer).to_be_in_viewport()
+        group = page.locator("[data-testid=tool-group]")  # type: ignore[attr-defined]
+        expect(group).to_have_count(1)
+        expect(group.locator(".group-line")).to_have_text("Ran 12 commands · 1 failed")
+        rows = group.locator("[data-testid=tool-row]")
+        expect(rows).to_have_count(12)
+        expect(rows.first).to_be_hidden()
+        group.locator(".group-line").click()
+        expect(rows.first).to_be_visible()
+        dock = page.locator("[data-testid=todo-dock]")  # type: ignore[attr-defined]
+        expect(dock.locator("[data-testid=todo-summary]")).to_contain_text("1/1")
+        expect(dock.locator("[data-testid=todo-item]")).to_have_count(0)
+        toggle = dock.locator("[data-testid=todo-toggle]")
+        expect(toggle).to_have_attribute("aria-expanded", "false")
+        toggle.click()
+        expect(dock.locator("[data-testid=todo-item]")).to_have_count(1)
+
+
+@BOTH
+def test_the_model_picker_chooses_the_next_turns_model_and_each_answer_names_its_model(
+    browser: object, device: str, harness_home: Path, openai_server: OpenAIServer
+) -> None:
+    """GET /api/models lists --model, the configured models and the demo; the picker sends
+    the next turn to the one chosen (a spec not offered is a 422), and each answer shows the
+    model that wrote it."""
+    expect = playwright_api.expect
+    env = {
+        "OPENAI_BASE_URL": openai_server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "HARNESS_MODELS": "openai:gpt-other",
+    }
+    openai_server.expect(reply("From the default.", model="gpt-test"))
+    openai_server.expect(reply("From the other.", model="gpt-other"))
+    with (
+        serve(harness_home, "--model", "openai:gpt-test", env=env) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        offered = client.get("/api/models").json()
+        assert offered == {
+            "models": ["openai:gpt-test", "openai:gpt-other", "demo"],
+            "default": "openai:gpt-test",
+        }
+        session = client.post("/api/sessions", json={}).json()["id"]
+        refused = client.post(
+            f"/api/sessions/{session}/turns", json={"prompt": "hi", "model": "openai:gpt-nope"}
+        )
+        assert refused.status_code == 422 and "not a model this server offers" in refused.text
+        open_session(page, served, session)
+        picker = page.locator("[data-testid=model-picker]")  # type: ignore[attr-defined]
+        expect(picker).to_have_value("openai:gpt-test")
+        answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        send(page, "Who are you?")
+        expect(answers).to_have_text(["From the default."], timeout=15000)
+        picker.select_option("openai:gpt-other")
+        send(page, "And you?")
+        expect(answers).to_have_text(["From the default.", "From the other."], timeout=15000)
+        assert [r.body["model"] for r in openai_server.requests] == ["gpt-test", "gpt-other"]
+        expect(answers.nth(0)).to_have_attribute("data-model", "gpt-test")
+        expect(answers.nth(1)).to_have_attribute("data-model", "gpt-other")
+        shown = answers.nth(1).evaluate("(m) => getComputedStyle(m, '::before').content")
+        assert "gpt-other" in shown
+
+
+def seeded(home: Path, *turns: tuple[str, ...]) -> str:
+    """A session written straight to the store: each turn a prompt and its answers."""
+    host = PluginHost()
+    builtins.add_to(host)
+    host.load_entry_points()
+    with SessionStore(home, host.event_types).create() as log:
+        for n, (prompt, *answers) in enumerate(turns, 1):
+            log.append("turn/start", {}, turn=n)
+            log.append("message/user", {"text": prompt}, turn=n)
+            for answer in answers:
+                log.append("message/assistant", {"text": answer}, turn=n)
+            log.append("turn/end", {"status": "completed"}, turn=n)
+        return log.session_id
+
+
+FOCUSED = (
+    "document.activeElement && (document.activeElement.dataset.testid || document.activeElement.id)"
+)
+
+
+@BOTH
+def test_opening_with_enter_focuses_the_prompt_and_tabbing_past_load_earlier_loads_nothing(
+    browser: object, device: str, harness_home: Path
+) -> None:
+    """A session opened from the list with Enter puts focus in the prompt; Tab onto "Load
+    earlier events" and past it loads nothing; Enter on it loads the older page."""
+    expect = playwright_api.expect
+    answers = [f"Answer {n}, a paragraph of its own." for n in range(300)]
+    session = seeded(harness_home, ("Tell me a lot", *answers))
+    with serve(harness_home) as served, device_page(browser, device) as page:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        if device == "phone":
+            page.click("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+        page.focus(f"[data-testid=session-link][data-id='{session}']")  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=prompt]")).to_be_focused()  # type: ignore[attr-defined]
+        shown = page.locator("[data-testid=message]")  # type: ignore[attr-defined]
+        before = shown.count()
+        assert before < 250  # the tail page only
+        page.focus("#messages")  # type: ignore[attr-defined]
+        page.keyboard.press("Tab")  # type: ignore[attr-defined]
+        assert page.evaluate(FOCUSED) == "older"  # type: ignore[attr-defined]
+        page.keyboard.press("Tab")  # type: ignore[attr-defined]
+        page.wait_for_timeout(800)  # type: ignore[attr-defined]
+        assert shown.count() == before
+        page.focus("#older")  # type: ignore[attr-defined]
+        page.keyboard.press("Enter")  # type: ignore[attr-defined]
+        expect(shown).to_have_count(301)
+
+
+TOUCH_TARGETS = """[...document.querySelectorAll('button, a[href], select, summary')]
+  .filter((node) => node.getClientRects().length && !node.closest('.message'))
+  .map((node) => [node.dataset.testid || node.id || node.className || node.textContent.slice(0, 20),
+                  Math.round(node.getBoundingClientRect().width),
+                  Math.round(node.getBoundingClientRect().height)])"""
+
+
+@BOTH
+def test_an_approval_shows_its_command_once_answers_to_y_and_touch_targets_are_44px(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """A short command waiting for approval shows once (its row's line, no second copy);
+    the question answers to y; on the touch screen every button, link and row line is at
+    least 44x44 CSS px."""
+    expect = playwright_api.expect
+    steps = [{"tool_calls": [bash_call("echo hi")]}, {"text": "Said hi."}]
+    with (
+        asking(harness_home, tmp_path / "hi.json", steps) as (served, _client, session),
+        device_page(browser, device) as page,
+    ):
+        seeded(harness_home, ("Another session", "Yes."))
+        open_session(page, served, session)
+        send(page, "go")
+        row = page.locator("[data-testid=tool-row][data-tool=bash]")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "waiting", timeout=15000)
+        expect(row.locator("[data-testid=tool-summary]")).to_have_text("$ echo hi")
+        expect(row.locator("[data-testid=approval-detail]")).to_have_count(0)
+        assert row.inner_text().count("echo hi") == 1
+        if device == "phone":
+            small = [t for t in page.evaluate(TOUCH_TARGETS) if t[1] < 44 or t[2] < 44]  # type: ignore[attr-defined]
+            assert small == []
+            page.click("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+            small = [t for t in page.evaluate(TOUCH_TARGETS) if t[1] < 44 or t[2] < 44]  # type: ignore[attr-defined]
+            assert small == []
+            page.keyboard.press("Escape")  # type: ignore[attr-defined]
+        row.locator("[data-testid=approval]").focus()
+        page.keyboard.press("y")  # type: ignore[attr-defined]
+        expect(row).to_have_attribute("data-state", "ok", timeout=15000)
+        expect(row.locator("[data-testid=approval-note]")).to_have_text("allowed by the user")
+
+
+@BOTH
+def test_new_session_saves_nothing_until_a_prompt_and_search_reads_prompts(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """ "New session" shows a blank page and saves nothing; the first prompt makes the
+    session. Search finds a session by a later prompt, and says when nothing matches."""
+    expect = playwright_api.expect
+    parser = seeded(harness_home, ("hello", "Hi."), ("the parser is broken", "Fixed."))
+    docs = seeded(harness_home, ("write the docs", "Written."))
+    model = write_script(tmp_path / "new.json", [{"text": "Started."}])
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        open_session(page, served, docs)
+        links = page.locator("[data-testid=session-link]")  # type: ignore[attr-defined]
+        expect(links).to_have_count(2)
+        toggle = page.locator("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
+        if device == "phone":
+            toggle.click()
+        page.click("[data-testid=new-session]")  # type: ignore[attr-defined]
+        expect(page.locator(".welcome")).to_be_visible()  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=prompt]")).to_be_focused()  # type: ignore[attr-defined]
+        page.wait_for_timeout(500)  # type: ignore[attr-defined]
+        assert len(client.get("/api/sessions").json()["sessions"]) == 2
+        expect(links).to_have_count(2)
+        send(page, "Start something")
+        answers = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(answers).to_have_text(["Started."], timeout=15000)
+        assert len(client.get("/api/sessions").json()["sessions"]) == 3
+        if device == "phone":
+            toggle.click()
+        page.fill("#search", "parser")  # type: ignore[attr-defined]
+        visible = page.locator("[data-testid=session-link]:visible")  # type: ignore[attr-defined]
+        expect(visible).to_have_count(1)
+        expect(visible).to_have_attribute("data-id", parser)
+        page.fill("#search", "no such words")  # type: ignore[attr-defined]
+        expect(visible).to_have_count(0)
+        expect(page.locator("[data-testid=no-match]")).to_have_text(  # type: ignore[attr-defined]
+            "No session matches “no such words”."
+        )
+
+
+@BOTH
+def test_headings_in_a_message_follow_the_pages_outline(
+    browser: object, device: str, tmp_path: Path, harness_home: Path
+) -> None:
+    """`##` and `###` in an answer are an h2 and an h3 under the page's h1 (a `##` was an h4):
+    axe-core's heading-order rule finds nothing."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "h.json", [{"text": "## Steps\n\nfirst\n\n### Detail\n\nok"}])
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, device, bypass_csp=True) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        send(page, "Outline it")
+        answer = page.locator("[data-testid=message][data-role=assistant]")  # type: ignore[attr-defined]
+        expect(answer).to_contain_text("Detail", timeout=15000)
+        levels = answer.evaluate(
+            "(m) => [...m.querySelectorAll('h1,h2,h3,h4,h5,h6')].map((h) => h.tagName)"
+        )
+        assert levels == ["H2", "H3"]
+        page.add_script_tag(path=str(AXE))  # type: ignore[attr-defined]
+        found = page.evaluate(  # type: ignore[attr-defined]
+            "axe.run(document, {runOnly: ['heading-order']}).then((r) => r.violations.length)"
+        )
+        assert found == 0

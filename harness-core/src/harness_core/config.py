@@ -133,6 +133,7 @@ class Settings:
     """The top-level settings, validated. None means "not set": the component's default."""
 
     model: str | None = None
+    models: tuple[str, ...] = ()
     max_steps: int | None = None
     system_prompt: str | None = None
     model_timeout: float | None = None
@@ -155,6 +156,7 @@ class Settings:
 # key -> (check returning the value or None when invalid, what a valid value is)
 _CHECKS: Final[dict[str, tuple[Callable[[object], object], str]]] = {
     "model": (_text, "a model spec string such as openai:MODEL"),
+    "models": (_names, "a list of model specs such as openai:MODEL"),
     "max_steps": (_positive_int, "a positive integer"),
     "system_prompt": (_text, "a string"),
     "model_timeout": (_seconds, "a positive number of seconds"),

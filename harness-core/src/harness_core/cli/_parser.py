@@ -199,6 +199,11 @@ def _serve(commands: Commands) -> None:
         action="store_true",
         help="queue each turn for workers instead of running it here (harness-worker)",
     )
+    serve.add_argument(
+        "--new-token",
+        action="store_true",
+        help="make a new token (pages open on the old one must be opened again)",
+    )
     _safety_options(serve)
 
 
@@ -331,8 +336,10 @@ session is saved under a temporary HARNESS_HOME unless HARNESS_HOME is set."""
 
 SERVE: Final = """\
 Serve the web host: the sessions, a live conversation page, and the todo panel docked above
-the input. The first line on stdout is the URL to open, with a token every /api request needs
-(set HARNESS_WEB_TOKEN to fix it). Binds 127.0.0.1 unless --host says otherwise."""
+the input. The first line on stdout is the URL to open, with a token every /api request needs.
+The token is kept in HARNESS_HOME/web-token (mode 0600), so a restart keeps open pages working;
+--new-token makes a new one, HARNESS_WEB_TOKEN overrides both. Binds 127.0.0.1 unless --host
+says otherwise."""
 
 ACP: Final = """\
 Serve the Agent Client Protocol on stdin/stdout for an editor or orchestrator that launches

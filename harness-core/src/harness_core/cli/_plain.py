@@ -24,7 +24,7 @@ from ..hosts import (
     one_line,
     visible,
 )
-from ..hosts._present import call_label, result_suffix
+from ..hosts._present import call_label, failed, result_suffix
 from ..log import Event, SessionLog
 from ..loop import Answer, ApprovalRequest, TurnOutcome
 from ..tools import ToolRegistry
@@ -234,9 +234,9 @@ class PlainView:
 def tool_line(
     tools: ToolRegistry, label: str, data: dict[str, Any], note: str | None = None
 ) -> str:
-    """`✓ $ ls  exit 0` or `✗ todo_write  Error: ...`: the tool's own call and result lines,
-    and `(allowed by the user)` when a person approved the call."""
-    mark = "✗" if data.get("is_error") else "✓"
+    """`✓ $ ls  exit 0`, `✗ $ false  exit 1` or `✗ todo_write  Error: ...`: the tool's own
+    call and result lines, and `(allowed by the user)` when a person approved the call."""
+    mark = "✗" if failed(data) else "✓"
     suffix = result_suffix(tools, str(data.get("tool_name")), data)
     return f"{mark} {label}" + (f"  {suffix}" if suffix else "") + (f"  ({note})" if note else "")
 

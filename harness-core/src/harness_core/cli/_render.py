@@ -176,7 +176,7 @@ class LiveView:
             self._tools, self._label(change.row), change.event.data, approval_note(change.row)
         )
         text = Text(NEST if nested else "")
-        text.append(line[0], style="red" if change.row.state == "error" else "green")
+        text.append(line[0], style="red" if line[0] == "✗" else "green")
         text.append(line[1:])
         self._print(text)
 

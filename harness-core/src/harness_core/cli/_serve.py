@@ -7,6 +7,7 @@ import secrets
 import socket
 import sys
 from argparse import Namespace
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..runtime import SetupError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["serve"]
 
 DEMO: Final = "demo"  # the model spec of the embedded demo script
+TOKEN_FILE: Final = "web-token"  # under HARNESS_HOME, mode 0600
 
 
 def serve(args: Namespace) -> int:
@@ -29,10 +31,12 @@ def serve(args: Namespace) -> int:
     app.use_sandbox(args.sandbox)
     app.check_workspace(os.getcwd())  # where the page's new sessions run their tools
     default = args.model or app.settings.model
+    offered = tuple(dict.fromkeys(s for s in (default, *app.settings.models, DEMO) if s))
     web = WebRuntime(
         runtime=app,
-        make_model=lambda spec: _model(app, spec, default),
+        make_model=lambda spec: _model(app, spec, default, offered),
         default_model=default,
+        models=offered,
         cwd=os.getcwd(),
         demo_prompt=_demo_prompt(),
         # the page can always ask: under `ask` each call with effects outside the log waits
@@ -43,7 +47,7 @@ def serve(args: Namespace) -> int:
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]
-    token = os.environ.get("HARNESS_WEB_TOKEN") or secrets.token_urlsafe(24)
+    token = os.environ.get("HARNESS_WEB_TOKEN") or _token(app.home / TOKEN_FILE, args.new_token)
     asgi = create_app(
         Hub(web), token=token, hosts=_hosts(args.host, port), dock=app.host.hooks.web_dock()
     )
@@ -56,6 +60,31 @@ def serve(args: Namespace) -> int:
         )
     run_server(asgi, listener)
     return 0
+
+
+def _token(path: Path, new: bool) -> str:
+    """The token kept in `path`, made there (mode 0600) the first time or when `new`: a
+    restarted server keeps it, so the pages open on it go on working."""
+    if not new:
+        try:
+            kept = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            kept = ""
+        except OSError as exc:
+            raise CliError(f"cannot read the web token {path}: {exc.strerror or exc}") from None
+        if kept:
+            return kept
+    token = secrets.token_urlsafe(24)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Made with its mode rather than changed after: the token is never readable by others.
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            os.fchmod(file.fileno(), 0o600)  # an older file keeps its mode through O_CREAT
+            file.write(token + "\n")
+    except OSError as exc:
+        raise CliError(f"cannot keep the web token in {path}: {exc.strerror or exc}") from None
+    return token
 
 
 def _queue(app: App) -> TurnQueue:
@@ -101,7 +130,7 @@ def _demo_prompt() -> str:
     return prompt
 
 
-def _model(app: App, chosen: str | None, default: str | None) -> Model:
+def _model(app: App, chosen: str | None, default: str | None, offered: tuple[str, ...]) -> Model:
     """The model for a turn, `chosen` by the client or else the default; every failure is a
     ValueError the API answers with 422.
 
@@ -112,6 +141,11 @@ def _model(app: App, chosen: str | None, default: str | None) -> Model:
         raise ValueError(
             "a client may not choose a scripted: model file; start harness serve with "
             "--model scripted:PATH to use one"
+        )
+    if chosen and chosen not in offered:
+        raise ValueError(
+            f"{chosen} is not a model this server offers ({', '.join(offered)}): add it to "
+            "models = [...] in the config, or start harness serve with --model"
         )
     spec = chosen or default
     if spec == DEMO:

@@ -9,7 +9,7 @@ from ..sanitize import one_line
 if TYPE_CHECKING:  # the query commands use the sanitizer without loading the tools package
     from ..tools import ToolRegistry
 
-__all__ = ["call_label", "result_suffix"]
+__all__ = ["call_label", "failed", "result_suffix"]
 
 
 def call_label(tools: ToolRegistry, name: str, raw_arguments: str) -> str:
@@ -44,3 +44,12 @@ def result_suffix(tools: ToolRegistry, name: str, data: dict[str, Any]) -> str |
         return None
     # Multi-line renderings (todo_write's checklist) belong to the plan strip, not this line.
     return one_line(note) if note and "\n" not in note.strip() else None
+
+
+def failed(data: dict[str, Any]) -> bool:
+    """Whether a tool/result reads as a failure to a person: an error, or a command that exited
+    non-zero (`data.exit_code`). The model's result is not changed: a non-zero exit is the
+    command's answer, not an error of the call."""
+    detail = data.get("data")
+    code = detail.get("exit_code") if isinstance(detail, dict) else None
+    return bool(data.get("is_error")) or (type(code) is int and code != 0)

@@ -78,9 +78,12 @@ def create_app(
     async def index(request: Request) -> Response:
         # The page takes `?token=` from its own URL (app.js); no cookie carries it anywhere.
         given = request.query_params.get("token")
+        # A wrong one still gets the page (with a 401): it shows its token form and says why,
+        # rather than a line of JSON.
+        page = _static("index.html")
         if given is not None and not hmac.compare_digest(given.encode(), token.encode()):
-            return _error(401, "wrong token: open the URL harness serve printed")
-        return _static("index.html")
+            page.status_code = 401
+        return page
 
     async def asset(request: Request) -> Response:
         return _static(request.path_params["name"])
@@ -93,6 +96,19 @@ def create_app(
 
     async def config(request: Request) -> Response:
         return JSONResponse({"model": hub.web.default_model, "demo": hub.web.demo_prompt})
+
+    async def search(request: Request) -> Response:
+        """The sessions whose title or user prompts contain `q` (case-insensitive), newest
+        first; each log is read in a worker thread, off the event loop."""
+        needle = request.query_params.get("q", "").strip().casefold()
+        if not needle:
+            raise _Unprocessable("q must be the text to search for")
+        listed = await hub.sessions()
+        found = await asyncio.to_thread(_matching, hub, listed, needle)
+        return JSONResponse({"ids": found})
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"models": list(hub.web.models), "default": hub.web.default_model})
 
     async def dock_list(request: Request) -> Response:
         entries = sorted(docked.items(), key=lambda item: item[1].order)
@@ -178,6 +194,12 @@ def create_app(
             _stream(hub, session_id, queue, backlog, last, request), ping=HEARTBEAT
         )
 
+    async def activity(request: Request) -> Response:
+        """Which sessions run or wait, for the list: all of them first, then each change."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        hub.watchers.add(queue)
+        return EventSourceResponse(_activity(hub, queue), ping=HEARTBEAT)
+
     def api(handler: Handler) -> Handler:
         return _unprocessable(guard(handler))
 
@@ -199,7 +221,10 @@ def create_app(
             Route("/dock/{path:path}", guard(dock_module, api=False)),
             Route("/api/dock", api(dock_list)),
             Route("/api/config", api(config)),
+            Route("/api/models", api(models)),
+            Route("/api/activity", api(activity)),
             Route("/api/sessions", api(sessions), methods=["GET", "POST"]),
+            Route("/api/search", api(search)),
             Route("/api/sessions/{id}", api(session), methods=["PATCH", "DELETE"]),
             Route("/api/sessions/{id}/history", api(history)),
             Route("/api/sessions/{id}/events", api(events)),
@@ -243,6 +268,33 @@ async def _stream(
                 yield ServerSentEvent(json.dumps(data), event=kind)
     finally:
         hub.unsubscribe(session_id, queue)
+
+
+def _matching(hub: Hub, listed: Sequence[Any], needle: str) -> list[str]:
+    found = []
+    for summary in listed:
+        if needle in (summary.title or "").casefold():
+            found.append(summary.id)
+            continue
+        try:
+            with hub.runtime.reader(summary.id) as log:
+                prompts = [e.data.get("text", "") for e in log.events if e.type == "message/user"]
+        except (OSError, ValueError, SessionNotFound, NotASession):
+            continue  # gone or unreadable meanwhile: not a match
+        if any(needle in str(text).casefold() for text in prompts):
+            found.append(summary.id)
+    return found
+
+
+async def _activity(
+    hub: Hub, queue: asyncio.Queue[dict[str, Any]]
+) -> AsyncIterator[ServerSentEvent]:
+    try:
+        yield ServerSentEvent(json.dumps(hub.activity()), event="activity")
+        while True:
+            yield ServerSentEvent(json.dumps(await queue.get()), event="change")
+    finally:
+        hub.watchers.discard(queue)
 
 
 class _Unprocessable(Exception):

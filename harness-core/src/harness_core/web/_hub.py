@@ -72,6 +72,8 @@ class WebRuntime:
     max_sessions: int = MAX_SESSIONS
     # `serve --queue`: turns go to a plugin's queue and run on its workers, not here
     queue: TurnQueue | None = None
+    # the specs a client may choose (GET /api/models): its --model, the configured `models`
+    models: tuple[str, ...] = ()
 
 
 class Busy(Exception):
@@ -150,6 +152,9 @@ class Hub:
         # None where the store has none (files): the followers poll then.
         self._unsubscribe: Callable[[], None] | None = None
         self._notified = False
+        # Which sessions run a turn or wait for an answer, and who follows that (the list).
+        self._activity: dict[str, dict[str, bool]] = {}
+        self.watchers: set[asyncio.Queue[dict[str, Any]]] = set()
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -384,10 +389,28 @@ class Hub:
             "label": call_label(tools, row.name, row.arguments),
             "summary": summary,
             "approval": approval_note(row),
+            "exit": row.data.get("exit_code") if isinstance(row.data, dict) else None,
         }
+
+    def activity(self) -> dict[str, dict[str, bool]]:
+        """The sessions that run a turn or wait for an answer: {id: {running, waiting}}."""
+        return dict(self._activity)
+
+    def _active(self, live: _Live, snapshot: dict[str, Any]) -> None:
+        now = {"running": bool(snapshot["running"]), "waiting": bool(snapshot["approvals"])}
+        session_id = live.session.id
+        if self._activity.get(session_id, {"running": False, "waiting": False}) == now:
+            return
+        if any(now.values()):
+            self._activity[session_id] = now
+        else:
+            self._activity.pop(session_id, None)
+        for queue in list(self.watchers):
+            queue.put_nowait({"id": session_id, **now})
 
     def ship_snapshot(self, live: _Live) -> None:
         snapshot = self.snapshot(live)
+        self._active(live, snapshot)
         if {k: v for k, v in snapshot.items() if k != "seq"} != {
             k: v for k, v in live.shipped.items() if k != "seq"
         }:

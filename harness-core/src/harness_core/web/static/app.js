@@ -13,7 +13,8 @@ const $ = (id) => document.getElementById(id);
 const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
                 questions: new Map(), streaming: "", snapshotListeners: [], unmounts: [], dock: null,
                 config: { model: null, demo: null }, follow: true, running: false, title: "",
-                sending: false, summaries: new Map(), renaming: null, relist: false };
+                sending: false, renaming: null, relist: false, prompts: new Map(), ended: -1,
+                activity: new Map() };
 
 // The token comes from the printed URL once and then lives in this tab's sessionStorage, which
 // is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
@@ -46,9 +47,36 @@ async function api(path, options = {}) {
     throw Object.assign(new Error("connection lost: the server did not answer (is harness serve running?)"), { status: 0 });
   }
   const body = await response.json().catch(() => ({}));
-  if (response.status === 401) connection(TOKEN_GONE);
+  if (response.status === 401) refused();
   if (!response.ok) throw Object.assign(new Error(body.error || `HTTP ${response.status}`), { status: response.status });
   return body;
+}
+
+// -- the token form: a page without a token, or with one the server refuses ------------------
+
+function refused() {
+  connection(TOKEN_GONE);
+  askToken("The server refused this page's token (it was made anew with --new-token, or the URL was wrong): paste the URL harness serve printed.");
+}
+
+// A field for the printed URL (or the token alone). The page starts again with it; whatever
+// was typed in the prompt comes back.
+function askToken(message) {
+  const form = $("token-form");
+  $("token-message").textContent = message;
+  if (!form.hidden) return;
+  form.hidden = false;
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    const given = $("token-input").value.trim();
+    let token = given;
+    try { token = new URL(given).searchParams.get("token") ?? given; } catch { /* the token alone */ }
+    if (!token) return;
+    sessionStorage.setItem("harness:token", token);
+    sessionStorage.setItem("harness:draft", $("prompt").value);
+    location.reload();
+  };
+  $("token-input").focus();
 }
 
 function el(tag, attrs = {}, text) {
@@ -149,7 +177,7 @@ function blocks(parent, tokens) {
   for (const token of tokens || []) {
     switch (token.type) {
       case "paragraph": parent.append(inlines(el("p"), token.tokens)); break;
-      case "heading": parent.append(inlines(el(`h${Math.min(6, token.depth + 2)}`), token.tokens)); break;
+      case "heading": parent.append(inlines(el(`h${Math.min(6, Math.max(2, token.depth - headingShift))}`), token.tokens)); break;
       case "code": parent.append(codeBlock(token.text)); break;
       case "blockquote": parent.append(blocks(el("blockquote"), token.tokens)); break;
       case "hr": parent.append(el("hr")); break;
@@ -191,9 +219,16 @@ function blocks(parent, tokens) {
   return parent;
 }
 
+// A message's top heading is an h2 under the page's h1, whatever its `#` count, so the
+// outline has no skipped level (`##` used to be an h4).
+let headingShift = 0;
+
 function markdown(text) {
   try {
-    return blocks(document.createDocumentFragment(), lexer(text));
+    const tokens = lexer(text);
+    const depths = tokens.filter((t) => t.type === "heading").map((t) => t.depth);
+    headingShift = depths.length ? Math.min(...depths) - 2 : 0;
+    return blocks(document.createDocumentFragment(), tokens);
   } catch {
     return el("p", {}, text);  // whatever marked cannot read shows as it came
   }
@@ -210,6 +245,8 @@ function applyRow(row) {
   const node = state.rows.get(row.call_id);
   if (!node) return;
   node.dataset.state = row.state === "running" && state.questions.has(row.call_id) ? "waiting" : row.state;
+  exited(node, row.exit);
+  regroup(node.closest(".tool-group"));
   node.querySelector("[data-testid=tool-summary]").replaceChildren(visible(summaryOf(row)));
   node.querySelector("[data-testid=approval-note]").textContent = row.approval || "";
 }
@@ -225,18 +262,29 @@ function answer(callId, reply, buttons) {
 function askBox(question) {
   const box = el("div", { class: "approval", "data-testid": "approval", role: "group", tabindex: "-1",
                           "aria-label": `Approval needed: ${question.tool} wants to run ${question.summary}` });
-  if (question.detail) {
+  // The whole command, unless the call's one line already shows all of it: it shows once.
+  if (question.detail && !question.summary.includes(question.detail)) {
     const detail = el("pre", { "data-testid": "approval-detail" });
     detail.append(visible(question.detail));
     box.append(detail);
   }
   const buttons = el("div", { class: "approval-buttons" });
-  for (const [testid, reply, label] of [["allow", "once", "Allow once"],
-      ["allow-session", "session", `Allow ${question.tool} for this session`], ["deny", "deny", "Deny"]]) {
-    const button = el("button", { type: "button", "data-testid": testid }, label);
+  const keys = {};
+  for (const [testid, reply, label, key, kind] of [["allow", "once", "Allow once", "y", "primary"],
+      ["allow-session", "session", `Allow ${question.tool} for this session`, "a", ""],
+      ["deny", "deny", "Deny", "n", "destructive"]]) {
+    const button = el("button", { type: "button", "data-testid": testid, class: kind, "aria-keyshortcuts": key }, label);
     button.onclick = () => answer(question.call_id, reply, buttons);
     buttons.append(button);
+    keys[key] = button;
   }
+  // y, a and n answer while the question (or one of its buttons) has focus, as in the terminal.
+  box.onkeydown = (event) => {
+    const button = keys[event.key.toLowerCase()];
+    if (!button || event.ctrlKey || event.metaKey || event.altKey || button.disabled) return;
+    event.preventDefault();
+    button.click();
+  };
   box.append(buttons);
   return box;
 }
@@ -271,6 +319,7 @@ function applyQuestions(questions) {
       node.dataset.state = "waiting";
       const box = askBox(question);
       node.append(box);
+      node.closest(".tool-group")?.setAttribute("open", "");  // a folded row that asks shows
       opened = box;
     }
   }
@@ -304,14 +353,81 @@ function toolRow(call) {
     const box = askBox(question);
     row.append(box);
     for (const card of $("approvals").children) if (card.dataset.call === call.id) card.remove();
-    queueMicrotask(() => box.focus());
+    queueMicrotask(() => { row.closest(".tool-group")?.setAttribute("open", ""); box.focus(); });
   }
   return row;
 }
 
+// More than GROUP_AFTER tool rows in a row, with no text between them, fold into one group:
+// its line counts them (and the failures), and it opens to show each.
+const GROUP_AFTER = 3;
+
+function place(into, row) {
+  const last = into.lastElementChild;
+  if (last?.classList.contains("tool-group")) {
+    last.querySelector(".group-rows").append(row);
+    regroup(last);
+    return;
+  }
+  const run = [row];
+  for (let node = last; node?.classList.contains("tool-row") && run.length <= GROUP_AFTER; node = node.previousElementSibling) {
+    run.unshift(node);
+  }
+  if (run.length <= GROUP_AFTER) { into.append(row); return; }
+  const group = el("details", { class: "tool-group", "data-testid": "tool-group" });
+  const rows = el("div", { class: "group-rows" });
+  const line = el("summary", { class: "group-line" });
+  // A group that forms while its turn runs stays open, so the run can be watched; it folds
+  // when the turn ends, unless the reader opened or closed it meanwhile.
+  if (into === $("log") && state.running) { group.open = true; group.dataset.auto = "1"; }
+  line.onclick = () => { delete group.dataset.auto; };
+  group.append(line, rows);
+  into.append(group);
+  rows.append(...run);
+  regroup(group);
+}
+
+// A group's line is counted again once a frame, however many of its rows changed.
+const regrouping = new Set();
+function regroup(group) {
+  if (!group) return;
+  if (!regrouping.size) requestAnimationFrame(countGroups);
+  regrouping.add(group);
+}
+
+function countGroups() {
+  for (const group of regrouping) {
+    const rows = group.querySelector(".group-rows").children;
+    let failed = 0, running = 0, commands = 0;
+    for (const row of rows) {
+      if (row.dataset.state === "error") failed += 1;
+      else if (row.dataset.state !== "ok") running += 1;
+      if (row.dataset.tool === "bash") commands += 1;
+    }
+    const what = commands === rows.length ? "command" : "tool call";
+    const line = [`Ran ${rows.length} ${what}${rows.length === 1 ? "" : "s"}`];
+    if (failed) line.push(`${failed} failed`);
+    if (running) line.push(`${running} running`);
+    const summary = group.querySelector(".group-line"), text = line.join(" · ");
+    if (summary.textContent !== text) summary.textContent = text;
+    if (group.dataset.failed !== String(failed)) group.dataset.failed = String(failed);
+  }
+  regrouping.clear();
+}
+
 function showResult(row, data) {
   row.dataset.state = data.is_error ? "error" : "ok";
+  exited(row, data.data?.exit_code);
   row.querySelector("[data-testid=tool-output]").textContent = data.text;
+  regroup(row.closest?.(".tool-group"));
+}
+
+// A command's exit code: a non-zero one marks the row as failed at a glance (the model's
+// result is the command's answer all the same).
+function exited(row, code) {
+  if (!Number.isInteger(code)) return;
+  row.dataset.exit = String(code);
+  if (code !== 0 && row.dataset.state === "ok") row.dataset.state = "error";
 }
 
 // Formatters are made once: building one per message (what toLocaleString does) cost more
@@ -340,10 +456,13 @@ function render(envelope, into) {
   const data = envelope.data;
   switch (envelope.type) {
     case "message/user":
+      state.prompts.set(envelope.turn, data.text);
+      $("log").querySelector(".message.pending")?.remove();  // the accepted prompt, now logged
       into.append(stamp(el("div", { "data-testid": "message", "data-role": "user", class: "message user" }, data.text), envelope));
       break;
     case "message/assistant": {
       const message = stamp(el("div", { "data-testid": "message", "data-role": "assistant", class: "message assistant" }), envelope);
+      if (data.model) message.dataset.model = data.model;  // shown beside its time (CSS)
       if (data.reasoning_content) {
         const thought = el("details", { class: "reasoning" });
         thought.append(el("summary", {}, "reasoning"), el("div", {}, data.reasoning_content));
@@ -351,7 +470,7 @@ function render(envelope, into) {
       }
       if (data.text) message.append(markdown(data.text));
       if (message.childNodes.length) into.append(message);
-      for (const call of data.tool_calls || []) into.append(toolRow(call));
+      for (const call of data.tool_calls || []) place(into, toolRow(call));
       break;
     }
     case "tool/result": {
@@ -361,7 +480,9 @@ function render(envelope, into) {
       break;
     }
     case "turn/end":
-      if (data.status !== "completed") {
+      state.ended = Math.max(state.ended, envelope.turn ?? -1);
+      if (data.status === "error") into.append(turnError(data.error, state.prompts.get(envelope.turn)));
+      else if (data.status !== "completed") {
         into.append(el("div", { class: "turn-note" }, `turn ${data.status}${data.error && data.error !== data.status ? ": " + data.error : ""}`));
       }
       break;
@@ -370,6 +491,22 @@ function render(envelope, into) {
         `context compacted: ${data.last_seq - data.first_seq + 1} events summarized`));
       break;
   }
+}
+
+// A turn that failed: its one line, styled as an error, and a button that sends its prompt again.
+function turnError(error, prompt) {
+  const box = el("div", { class: "turn-error", "data-testid": "turn-error", role: "alert" });
+  box.append(el("span", {}, `The turn failed: ${String(error || "error").split("\n")[0]}`));
+  if (prompt) {
+    const retry = el("button", { type: "button", class: "primary", "data-testid": "retry" }, "Retry");
+    retry.onclick = async () => {
+      retry.disabled = true;
+      try { await accepted(prompt, await send(prompt, chosenModel())); clearError(); } catch (error) { showError(error); }
+      retry.disabled = false;
+    };
+    box.append(retry);
+  }
+  return box;
 }
 
 // The conversation follows new events only while the reader is at its end.
@@ -386,12 +523,14 @@ function toEnd() {
   const box = $("messages");
   box.scrollTop = box.scrollHeight;
   scrolledTo = box.scrollTop;
+  $("jump-latest").hidden = true;
 }
 
 function scrolled() {
   const box = $("messages");
   if (state.follow && box.scrollTop >= scrolledTo) return;  // not up: still following
   state.follow = atEnd();
+  $("jump-latest").hidden = state.follow;
 }
 
 // Events arrive in bursts: the scroll waits for the next frame, so a burst lays out once.
@@ -406,8 +545,6 @@ function live(envelope) {
   if (envelope.type === "message/assistant") endStreaming();
   render(envelope, $("log"));
   if (state.follow) endSoon();
-  const count = state.summaries.get(state.id);
-  if (count) count.events = envelope.seq;
 }
 
 function streamDelta(delta) {
@@ -426,13 +563,28 @@ function endStreaming() {
 }
 
 function applySnapshot(snapshot) {
-  state.running = Boolean(snapshot.running);
-  $("cancel").disabled = !snapshot.running;
+  working(Boolean(snapshot.running));
   applyQuestions(snapshot.approvals || []);
   const queue = $("queue");
   queue.replaceChildren(...(snapshot.queued || []).map(queueItem));
   for (const listener of state.snapshotListeners) listener(snapshot);
   if (state.follow) endSoon();
+}
+
+// While a turn runs, Send is a Stop button and the conversation says it is working.
+function working(running) {
+  if (running === state.running && $("send").dataset.state === (running ? "stop" : "send")) return;  // each snapshot asks
+  state.running = running;
+  $("cancel").disabled = !running;
+  const button = $("send");
+  button.dataset.state = running ? "stop" : "send";
+  button.textContent = running ? "Stop" : "Send";
+  button.setAttribute("aria-label", running ? "Stop the turn" : "Send the prompt");
+  $("working").hidden = !running;
+  if (!running) {
+    for (const group of $("log").querySelectorAll(".tool-group[data-auto]")) { group.open = false; delete group.dataset.auto; }
+  }
+  if (running && state.follow) endSoon();
 }
 
 // A queued prompt: its text (the item's whole text content), and two buttons whose symbols
@@ -499,28 +651,94 @@ async function mountDock(sessionId, generation) {
 
 // -- sessions --------------------------------------------------------------------------------
 
-const WHEN = formatter({ year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
-                         timeZoneName: "short" });
-// This year's sessions leave the year out: the narrow list then has room for the count.
-const WHEN_THIS_YEAR = formatter({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
-                                   timeZoneName: "short" });
+const DAY = formatter({ weekday: "long" });
+const DATE = formatter({ month: "short", day: "numeric" });
+const DATE_YEAR = formatter({ year: "numeric", month: "short", day: "numeric" });
+
+// When a session last changed, as people say it: "Just now", "5 min ago", "Yesterday".
+function ago(when, now = new Date()) {
+  const minutes = Math.floor((now - when) / 60000);
+  if (minutes < 1) return "Just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate());
+  if (when >= midnight) return `${Math.floor(minutes / 60)} h ago`;
+  const days = Math.ceil((midnight - when) / 86400000);
+  if (days === 1) return "Yesterday";
+  if (days < 7) return DAY.format(when);
+  return (when.getFullYear() === now.getFullYear() ? DATE : DATE_YEAR).format(when);
+}
 
 function sessionLink(s) {
-  const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id },
-                  s.title || "(no prompt yet)");
+  const link = el("a", { href: `#/s/${s.id}`, "data-testid": "session-link", "data-id": s.id });
+  link.append(el("span", { class: "title" }, s.title || "(no prompt yet)"));
   if (s.id === state.id) { link.classList.add("current"); link.setAttribute("aria-current", "page"); }
-  const small = el("small");
   const when = new Date(s.updated);
-  const thisYear = when.getFullYear() === new Date().getFullYear() ? WHEN_THIS_YEAR : WHEN;
-  const updated = isNaN(when) ? s.updated : thisYear.format(when);
-  let drawing = 0;
-  const draw = () => { drawing = 0; small.textContent = `${updated} · ${s.events} events`; };
-  draw();
+  const small = el("small");
+  small.append(el("span", { class: "when", "data-updated": s.updated }, isNaN(when) ? s.updated : ago(when)));
+  if (!isNaN(when)) link.title = `${MOMENT.format(when)} · ${s.events} events`;
   link.append(small);
-  // The open session's count follows its events as they arrive, drawn once a frame.
-  state.summaries.set(s.id, { get events() { return s.events; },
-                              set events(n) { s.events = n; drawing ||= requestAnimationFrame(draw); } });
+  activityMarks(link, state.activity.get(s.id));
   return link;
+}
+
+// A session that runs a turn, or waits for an approval, says so in the list, whichever is open.
+function activityMarks(link, now) {
+  link.querySelector(".marks")?.remove();
+  if (!now || (!now.running && !now.waiting)) return;
+  const marks = el("span", { class: "marks" });
+  if (now.waiting) marks.append(el("span", { class: "waiting", "data-testid": "session-waiting" }, "Needs approval"));
+  else marks.append(el("span", { class: "running", "data-testid": "session-running" }, "Running"));
+  link.querySelector("small").prepend(marks);
+}
+
+function active(change) {
+  if (change.running || change.waiting) state.activity.set(change.id, change);
+  else state.activity.delete(change.id);
+  waitingElsewhere();
+  const link = $("sessions").querySelector(`[data-testid=session-link][data-id="${CSS.escape(change.id)}"]`);
+  if (link) activityMarks(link, state.activity.get(change.id));
+  else if (change.running) listSessions().catch(() => {});  // a session this page has not listed yet
+}
+
+// The list follows every session's activity on a stream of its own (not the open session's).
+async function followActivity() {
+  let delay = 500;
+  for (;;) {
+    try {
+      const response = await fetch("/api/activity", { credentials: "omit", headers: authorized() });
+      if (response.status === 401) return;
+      if (response.ok) {
+        delay = 500;
+        await readEvents(response.body, new AbortController().signal, (name, data) => {
+          if (name === "activity") {
+            state.activity = new Map(Object.entries(data).map(([id, now]) => [id, { id, ...now }]));
+            for (const link of $("sessions").querySelectorAll("[data-testid=session-link]")) {
+              activityMarks(link, state.activity.get(link.dataset.id));
+            }
+            waitingElsewhere();
+          } else if (name === "change") active(data);
+        });
+      }
+    } catch { /* reconnects below */ }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 5000);
+  }
+}
+
+// The drawer's button says how many sessions wait for an answer, so a phone sees it too.
+function waitingElsewhere() {
+  const count = [...state.activity.values()].filter((now) => now.waiting).length;
+  const toggle = $("sessions-toggle");
+  if (count) toggle.dataset.waiting = String(count); else delete toggle.dataset.waiting;
+  toggle.setAttribute("aria-label", count ? `Sessions (${count} waiting for approval)` : "Sessions");
+}
+
+// The times in the list age while the page is open.
+function retime() {
+  for (const small of $("sessions").querySelectorAll("[data-updated]")) {
+    const when = new Date(small.dataset.updated);
+    if (!isNaN(when)) small.textContent = ago(when);
+  }
 }
 
 // An entry of the list: the link, and a button that renames the session in place.
@@ -585,18 +803,40 @@ async function listSessions() {
   if (state.renaming) { state.relist = true; return; }  // a title being typed is not swept away
   const { sessions } = await api("/api/sessions");
   if (state.renaming) { state.relist = true; return; }
-  state.summaries = new Map();
   $("sessions").replaceChildren(...sessions.map(sessionEntry));
   const current = sessions.find((s) => s.id === state.id);
   if (current) { state.title = current.title || ""; $("session-title").textContent = state.title; retitle(); }
   filterSessions();
 }
 
+// Search: titles at once, then the server's answer, which also reads the user prompts.
+let searching = 0;
 function filterSessions() {
   const needle = $("search").value.trim().toLowerCase();
+  showMatches(needle, null);
+  clearTimeout(searching);
+  if (!needle) return;
+  searching = setTimeout(async () => {
+    try {
+      const { ids } = await api(`/api/search?q=${encodeURIComponent(needle)}`);
+      if ($("search").value.trim().toLowerCase() === needle) showMatches(needle, new Set(ids));
+    } catch { /* the titles' matches stay */ }
+  }, 200);
+}
+
+function showMatches(needle, found) {
+  let shown = 0;
   for (const entry of $("sessions").children) {
-    entry.hidden = Boolean(needle) && !entry.textContent.toLowerCase().includes(needle) && !entry.dataset.id.includes(needle);
+    if (!entry.classList.contains("session-entry")) continue;
+    const title = entry.querySelector(".title")?.textContent ?? "";
+    const match = !needle || title.toLowerCase().includes(needle) || entry.dataset.id.includes(needle) ||
+      Boolean(found?.has(entry.dataset.id));
+    entry.hidden = !match;
+    shown += match;
   }
+  const none = $("no-match");
+  none.hidden = !(needle && found && !shown);
+  none.textContent = `No session matches “${needle}”.`;
 }
 
 function markCurrent(id) {
@@ -614,7 +854,8 @@ async function openSession(id) {
   state.stream?.abort();
   state.stream = null;
   Object.assign(state, { id, lastSeq: -1, rows: new Map(), results: new Map(), questions: new Map(),
-                         follow: true, running: false });
+                         follow: true, prompts: new Map(), ended: -1 });
+  working(false);
   delete document.body.dataset.session;
   $("approvals").replaceChildren();
   $("queue").replaceChildren();
@@ -634,6 +875,7 @@ async function openSession(id) {
   showOlder(page.before, generation);
   connect(id);
   toEnd();
+  if (!state.questions.size) $("prompt").focus({ preventScroll: true });  // a question keeps it
   document.body.dataset.session = id;  // the page shows this session now (tests wait on it)
   await listSessions();
 }
@@ -659,7 +901,10 @@ function showOlder(before, generation) {
 }
 
 const older = new IntersectionObserver((entries) => {
-  if (entries.some((e) => e.isIntersecting) && !$("older").hidden) $("older").onclick?.();
+  // Scrolled into view by the reader, not by a Tab passing over it (Enter or a click loads then).
+  if (entries.some((e) => e.isIntersecting) && !$("older").hidden && document.activeElement !== $("older")) {
+    $("older").onclick?.();
+  }
 }, { root: null, rootMargin: "200px" });
 
 // The event stream, read with fetch so it can carry the bearer header (EventSource cannot).
@@ -692,12 +937,14 @@ async function follow(id, signal) {
     try {
       const response = await fetch(`/api/sessions/${id}/events?after=${state.lastSeq}`,
         { credentials: "omit", headers: authorized(), signal });
-      if (response.status === 401) { connection(TOKEN_GONE); return; }
+      if (response.status === 401) { refused(); return; }
       if (response.status === 404) { connection((await response.json()).error); return; }
       if (response.ok) {
         connection("");
         delay = 500;
-        await readEvents(response.body, signal);
+        await readEvents(response.body, signal, (name, data) => {
+          if (handlers[name] && state.stream?.signal === signal) handlers[name](data);
+        });
       }
     } catch {
       if (signal.aborted) return;
@@ -721,7 +968,7 @@ function painted() {
   });
 }
 
-async function readEvents(body, signal) {
+async function readEvents(body, signal, handle) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "", fields = {};
   for (;;) {
@@ -732,8 +979,7 @@ async function readEvents(body, signal) {
     let slice = performance.now();
     for (const line of lines) {
       if (line === "") {
-        const handler = handlers[fields.event || "message"];
-        if (handler && fields.data !== undefined && state.stream?.signal === signal) handler(JSON.parse(fields.data));
+        if (fields.data !== undefined) handle(fields.event || "message", JSON.parse(fields.data));
         fields = {};
         if (performance.now() - slice > SLICE_MS) {
           await painted();
@@ -752,7 +998,63 @@ async function readEvents(body, signal) {
 
 async function send(prompt, model) {
   const body = model ? { prompt, model } : { prompt };
-  await api(`/api/sessions/${state.id}/turns`, { method: "POST", body: JSON.stringify(body) });
+  return api(`/api/sessions/${state.id}/turns`, { method: "POST", body: JSON.stringify(body) });
+}
+
+// A prompt the server took: a turn it started shows at once, as the message it will be, and
+// the page is working (a queued one shows in the queue, from the snapshot).
+function accepted(prompt, reply) {
+  if (reply.turn === undefined) return;
+  if (state.prompts.get(reply.turn) !== prompt) {
+    $("log").querySelector(".message.pending")?.remove();
+    $("log").append(el("div", { "data-testid": "message", "data-role": "user", class: "message user pending" }, prompt));
+  }
+  if (!(state.ended >= reply.turn)) working(true);  // unless it ended already (a fast one)
+  toEnd();
+}
+
+// The model picker: the specs the server offers; the next turn plays the one chosen (the
+// server's default goes unnamed, so a session started on another model keeps it).
+async function pickModels() {
+  const { models, default: fallback } = await api("/api/models");
+  const picker = $("model-picker");
+  const options = fallback ? [] : [el("option", { value: "" }, "No model set")];
+  for (const spec of models) options.push(el("option", { value: spec }, spec === "demo" ? "demo (scripted)" : spec));
+  picker.replaceChildren(...options);
+  const kept = sessionStorage.getItem("harness:model");
+  picker.value = kept !== null && models.includes(kept) ? kept : fallback || "";
+  picker.onchange = () => sessionStorage.setItem("harness:model", picker.value);
+  picker.hidden = models.length < 2 && Boolean(fallback);
+}
+
+function chosenModel() {
+  const value = $("model-picker").value;
+  return value && value !== state.config.model ? value : null;
+}
+
+// "New session" makes nothing on the server: the page starts blank, and the first prompt
+// creates the session.
+function blankSession() {
+  ++state.generation;
+  state.stream?.abort();
+  Object.assign(state, { id: null, stream: null, lastSeq: -1, rows: new Map(), results: new Map(),
+                         questions: new Map(), follow: true, prompts: new Map(), ended: -1, title: "" });
+  for (const unmount of state.unmounts) unmount();
+  state.unmounts = [];
+  state.snapshotListeners = [];
+  working(false);
+  delete document.body.dataset.session;
+  for (const id of ["approvals", "queue", "dock-slot"]) $(id).replaceChildren();
+  $("older").hidden = $("delete-session").hidden = true;
+  endStreaming();
+  clearError();
+  $("session-title").textContent = "";
+  markCurrent(null);
+  retitle();
+  if (location.hash) history.pushState(null, "", location.pathname);
+  welcome();
+  closeDrawer();
+  $("prompt").focus();
 }
 
 async function newSession(model) {
@@ -767,10 +1069,12 @@ async function submitPrompt() {
   const prompt = box.value;
   if (!prompt.trim() || state.sending) return;
   state.sending = true;
+  $("log").querySelector(".welcome")?.remove();  // something happens: the hint goes at once
   try {
     if (!state.id) await openSession(await newSession(null));
-    await send(prompt);
+    const reply = await send(prompt, chosenModel());
     if (box.value === prompt) box.value = "";
+    accepted(prompt, reply);
     clearError();
   } catch (error) {
     showError(error, error.status === 422 && state.config.model === null);
@@ -832,15 +1136,26 @@ function welcome() {
 }
 
 async function start() {
+  const draft = sessionStorage.getItem("harness:draft");
+  if (draft !== null) { $("prompt").value = draft; sessionStorage.removeItem("harness:draft"); }
+  if (!TOKEN) {
+    askToken("This page needs the server's token: paste the URL harness serve printed (or the token alone).");
+    return;
+  }
   state.config = await api("/api/config");
+  await pickModels();
   $("demo").hidden = state.config.model !== null;
   $("demo").onclick = () => runDemo().catch(showError);
-  $("new-session").onclick = () => newSession(null).catch(showError);
+  $("new-session").onclick = blankSession;
   $("sessions-toggle").onclick = () => openDrawer(!document.body.classList.contains("drawer-open"));
   $("backdrop").onclick = closeDrawer;
   $("sessions").onclick = closeDrawer;  // a chosen session, even the one on screen
   $("search").oninput = filterSessions;
-  $("composer").onsubmit = (event) => { event.preventDefault(); submitPrompt(); };
+  $("composer").onsubmit = (event) => {
+    event.preventDefault();
+    if (state.running && event.submitter === $("send")) $("cancel").click();  // Send is Stop now
+    else submitPrompt();
+  };
   $("prompt").onkeydown = (event) => {
     // Enter that ends an input-method composition picks the characters: it does not send.
     if (event.isComposing || event.keyCode === 229) return;
@@ -850,6 +1165,7 @@ async function start() {
   $("cancel").onclick = () => api(`/api/sessions/${state.id}/cancel`, { method: "POST" }).catch(showError);
   document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeDrawer(); });
   $("messages").addEventListener("scroll", scrolled, { passive: true });
+  $("jump-latest").onclick = () => { state.follow = true; toEnd(); $("prompt").focus({ preventScroll: true }); };
   // The dock grows (a plan, a queue): the reader at the end stays at the end.
   new ResizeObserver(() => { if (state.follow) toEnd(); }).observe($("messages"));
   older.observe($("older"));
@@ -866,6 +1182,8 @@ async function start() {
   welcome();
   await listSessions();
   route();
+  followActivity();
+  setInterval(retime, 60000);
 }
 
-start().catch(showError);
+start().catch((error) => { if (error.status !== 401) showError(error); });

@@ -38,6 +38,8 @@ function style() {
 export function mount(slot, host) {
   let todos = [];
   let collapsed = host.storage.get("todo-collapsed") === "1";
+  // A finished plan (every task done) shows its summary line only, unless opened since.
+  let openFinished = host.storage.get("todo-open-finished") === "1";
   style();
 
   function render() {
@@ -45,6 +47,9 @@ export function mount(slot, host) {
     if (!todos.length) return;  // no plan standing: no panel
     const done = todos.filter((t) => t.status === "completed").length;
     const active = todos.find((t) => t.status === "in_progress");
+    const finished = done === todos.length;
+    if (!finished && openFinished) { openFinished = false; host.storage.set("todo-open-finished", "0"); }
+    const shut = finished ? !openFinished : collapsed;
     const dock = document.createElement("section");
     dock.dataset.testid = "todo-dock";
     dock.className = "todo-dock";
@@ -57,16 +62,21 @@ export function mount(slot, host) {
     const toggle = document.createElement("button");
     toggle.type = "button";
     toggle.dataset.testid = "todo-toggle";
-    toggle.setAttribute("aria-expanded", String(!collapsed));
-    toggle.textContent = collapsed ? "Show plan" : "Hide plan";
+    toggle.setAttribute("aria-expanded", String(!shut));
+    toggle.textContent = shut ? "Show plan" : "Hide plan";
     toggle.onclick = () => {
-      collapsed = !collapsed;
-      host.storage.set("todo-collapsed", collapsed ? "1" : "0");
+      if (finished) {
+        openFinished = !openFinished;
+        host.storage.set("todo-open-finished", openFinished ? "1" : "0");
+      } else {
+        collapsed = !collapsed;
+        host.storage.set("todo-collapsed", collapsed ? "1" : "0");
+      }
       render();
     };
     head.append(summary, toggle);
     dock.append(head);
-    if (!collapsed) {
+    if (!shut) {
       const list = document.createElement("ul");
       list.className = "todo-items";
       let current = null;
