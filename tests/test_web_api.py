@@ -489,14 +489,17 @@ def test_a_last_event_id_past_the_newest_seq_still_gets_later_events(served: Ser
 def test_serve_on_the_ipv6_loopback(harness_home: Path) -> None:
     """--host ::1 listens there and prints the URL with the address in brackets; the Host
     allow-list reads `[::1]:PORT`, and another name is still 403. A machine without IPv6
-    gets one line saying so instead."""
+    gets one line saying so instead. (No bash runs: the sandbox is off, on every machine.)"""
     if not ipv6_loopback():
-        refused = run_cli("serve", "--host", "::1", "--port", "0", input="")
+        refused = run_cli("serve", "--host", "::1", "--port", "0", "--sandbox", "off", input="")
         assert refused.returncode == 1, refused.stderr
         assert refused.stderr.startswith("harness: error: cannot listen on ::1")
         assert len(refused.stderr.splitlines()) == 1
         return
-    with serve(harness_home, "--host", "::1") as served, served.client() as client:
+    with (
+        serve(harness_home, "--host", "::1", "--sandbox", "off") as served,
+        served.client() as client,
+    ):
         assert served.url.startswith("http://[::1]:")
         assert client.get("/api/sessions").json() == {"sessions": []}
         post = client.post("/api/sessions", json={"model": "demo"})
