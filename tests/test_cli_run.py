@@ -328,10 +328,11 @@ def test_a_working_directory_that_is_not_utf8_is_refused_before_any_session(
     odd.mkdir()
     result = _run_bytes([b"run", b"--model", model, b"hi"], cwd=odd)
     assert result.returncode == 1
-    assert result.stderr.decode().startswith(
+    stderr = own_stderr(result.stderr.decode())
+    assert stderr.startswith(
         "harness: error: the working directory's name is not valid UTF-8 (byte 0xff at "
     )
-    assert result.stderr.count(b"\n") == 1
+    assert stderr.count("\n") == 1
     assert session_ids(harness_home) == []
 
 
