@@ -1,12 +1,16 @@
-"""Suite-wide settings: dev-mode log invariants on, and a throwaway HARNESS_HOME per test."""
+"""Suite-wide settings: dev-mode log invariants on, a throwaway HARNESS_HOME per test, the
+run's own PostgreSQL, and no skips but the live-key tests'."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import signal
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
+from harness_store_postgres.testing import CLUSTER, Cluster
 
 # Set before any test imports harness code, and inherited by every subprocess a test starts.
 os.environ["HARNESS_DEV"] = "1"
@@ -45,3 +49,46 @@ def process_wide_state() -> Iterator[None]:
 
     sandbox.install(sandbox.Sandbox())
     secret._installed = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Unless HARNESS_TEST_POSTGRES names a server, the run gets a PostgreSQL cluster of its
+    own: its directory is made here, in the main process (xdist's workers inherit the path),
+    the first test that needs it starts it, and it is stopped and deleted when the run ends,
+    on Ctrl-C and SIGTERM too."""
+    if hasattr(config, "workerinput") or os.environ.get("HARNESS_TEST_POSTGRES"):
+        return
+    if os.environ.get(CLUSTER):  # a pytest run by a test: the outer run's cluster
+        return
+    cluster = Cluster.create()
+    os.environ[CLUSTER] = str(cluster.directory)
+    config.add_cleanup(cluster.remove)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # pytest then ends the run as on Ctrl-C, cleanups included
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A skipped test fails, unless it is a live-key test: the suite brings every service and
+    package it needs (./scripts/test), so a skip could only hide a test that never ran."""
+    report = yield
+    if report.skipped and not hasattr(report, "wasxfail") and not item.get_closest_marker("live"):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but only the live-key tests may skip: {reason}"
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    skipped = len(terminalreporter.stats.get("skipped", []))
+    if skipped:
+        terminalreporter.write_line(
+            f"{skipped} skipped: the live-key tests, which run with HARNESS_LIVE_TESTS=1 and a "
+            "provider's key (docs/models.md)"
+        )

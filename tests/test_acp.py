@@ -26,6 +26,7 @@ from test_cli_support import (
     HARNESS,
     bash_call,
     child_env,
+    own_stderr,
     read_events,
     session_ids,
     todo_call,
@@ -437,7 +438,8 @@ def test_raw_stdio_every_line_is_json_rpc(
     assert result.returncode == 0, result.stderr
     assert "noisy plugin on sys.stdout" in result.stderr and "noisy plugin on fd 1" in result.stderr
     # The bad notification is one warning line; the unknown one is ignored, as JSON-RPC says.
-    (warning,) = [line for line in result.stderr.splitlines() if "noisy plugin" not in line]
+    lines = own_stderr(result.stderr).splitlines()
+    (warning,) = [line for line in lines if "noisy plugin" not in line]
     assert warning.startswith("harness: warning: ACP: Unhandled error while handling notification")
     messages = [json.loads(line, parse_constant=not_json) for line in result.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in messages)

@@ -19,6 +19,7 @@ from test_cli_support import (
     bash_call,
     child_env,
     one_error_line,
+    own_stderr,
     read_events,
     run_cli,
     session_ids,
@@ -50,7 +51,7 @@ def test_run_prints_text_tool_lines_and_the_plan(tmp_path: Path, harness_home: P
         "All done.",
         f"session {session} · continue it: harness run --session {session} PROMPT",
     ]
-    assert result.stderr == ""
+    assert own_stderr(result.stderr) == ""
     assert "\x1b" not in result.stdout  # no control codes off a terminal
 
 
@@ -101,7 +102,7 @@ def test_json_streams_the_on_disk_envelopes(tmp_path: Path, harness_home: Path) 
         "turn/start",
         "message/user",
     ]
-    assert result.stderr == ""
+    assert own_stderr(result.stderr) == ""
 
 
 def test_json_lines_arrive_while_the_turn_runs(tmp_path: Path) -> None:
@@ -327,10 +328,11 @@ def test_a_working_directory_that_is_not_utf8_is_refused_before_any_session(
     odd.mkdir()
     result = _run_bytes([b"run", b"--model", model, b"hi"], cwd=odd)
     assert result.returncode == 1
-    assert result.stderr.decode().startswith(
+    stderr = own_stderr(result.stderr.decode())
+    assert stderr.startswith(
         "harness: error: the working directory's name is not valid UTF-8 (byte 0xff at "
     )
-    assert result.stderr.count(b"\n") == 1
+    assert stderr.count("\n") == 1
     assert session_ids(harness_home) == []
 
 
@@ -357,7 +359,7 @@ def test_a_tool_error_result_is_not_a_host_error(tmp_path: Path) -> None:
     """A NUL byte in a bash command is the call's error result; stderr stays empty."""
     steps = [{"tool_calls": [bash_call("echo a\u0000b")]}, {"text": "ok"}]
     result = run_cli("run", "--model", write_script(tmp_path / "s.json", steps), "go")
-    assert result.returncode == 0 and result.stderr == ""
+    assert result.returncode == 0 and own_stderr(result.stderr) == ""
     assert "✗ $ echo a" in result.stdout and "contains a NUL character" in result.stdout
 
 
@@ -475,7 +477,7 @@ def test_a_full_disk_mid_turn_says_the_answer_was_not_saved_and_the_next_run_rep
         preexec_fn=_limit_file_size(len(committed) + 200),
     )
     assert result.returncode == 1
-    assert result.stderr == (
+    assert own_stderr(result.stderr) == (
         "harness: error: turn 2 was not saved: the session log refused a write (File too "
         "large); anything shown above for this turn is not on the log. Free some space; the "
         f"next `harness run --session {session}` closes the turn as an error and continues\n"

@@ -29,7 +29,7 @@ from typing import Final
 import pytest
 from harness_core.config import Config
 from harness_core.testing.openai_server import OpenAIServer, reply
-from test_cli_support import REPO, Terminal, child_env
+from test_cli_support import REPO, SANDBOX_OFF, Terminal, child_env
 
 READMES: Final = (REPO / "README.md", REPO / "harness-core" / "README.md")
 SCREEN_MARK: Final = "<!-- screen: harness demo -->"
@@ -40,6 +40,12 @@ MASKS: Final = (
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "<time>"),
     (re.compile(r"\S*/harness-demo-[A-Za-z0-9_]+"), "<demo-home>"),
     (re.compile(r"loaded in \d+\.\d ms"), "loaded in <n> ms"),
+    # The demo's sandbox, which a machine without bubblewrap lacks (and then warns).
+    (re.compile(f"{re.escape(SANDBOX_OFF)}.*\n?"), ""),
+    (
+        re.compile(r"bash runs (in the workspace sandbox|unsandboxed \(see above\))"),
+        "bash runs <sandbox>",
+    ),
 )
 SESSION_ID: Final = MASKS[0][0]
 

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 from harness_core.log import INTERRUPTED_TEXT, SessionStore
 from harness_core.plugins import PluginHost
 from harness_core.testing.openai_server import OpenAIServer, reply, tool_call
-from test_cli_support import bash_call, session_ids, todo_call, write_script
+from test_cli_support import bash_call, run_cli, session_ids, todo_call, write_script
 from web_support import (
     ONCE_DENY_SESSION,
     SUBAGENT_ASKS,
@@ -487,14 +488,34 @@ def test_a_last_event_id_past_the_newest_seq_still_gets_later_events(served: Ser
 
 def test_serve_on_the_ipv6_loopback(harness_home: Path) -> None:
     """--host ::1 listens there and prints the URL with the address in brackets; the Host
-    allow-list reads `[::1]:PORT`, and another name is still 403."""
-    with serve(harness_home, "--host", "::1") as served, served.client() as client:
+    allow-list reads `[::1]:PORT`, and another name is still 403. A machine without IPv6
+    gets one line saying so instead. (No bash runs: the sandbox is off, on every machine.)"""
+    if not ipv6_loopback():
+        refused = run_cli("serve", "--host", "::1", "--port", "0", "--sandbox", "off", input="")
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stderr.startswith("harness: error: cannot listen on ::1")
+        assert len(refused.stderr.splitlines()) == 1
+        return
+    with (
+        serve(harness_home, "--host", "::1", "--sandbox", "off") as served,
+        served.client() as client,
+    ):
         assert served.url.startswith("http://[::1]:")
         assert client.get("/api/sessions").json() == {"sessions": []}
         post = client.post("/api/sessions", json={"model": "demo"})
         assert post.status_code == 201
         assert client.get("/api/sessions", headers={"Host": "::1"}).status_code == 403
     assert "warning" not in served.stderr
+
+
+def ipv6_loopback() -> bool:
+    """Whether this machine can listen on ::1 (IPv6 may be off, in the kernel or on lo)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
 
 
 def test_with_no_model_a_session_is_created_and_its_turn_says_how_to_choose_one(

@@ -22,6 +22,7 @@ from test_cli_support import (
     Terminal,
     bash_call,
     child_env,
+    own_stderr,
     run_cli,
     todo_call,
     write_script,
@@ -637,7 +638,7 @@ def test_serve_queue_sends_the_pages_turns_to_the_workers(
 def test_serve_queue_without_a_queue_for_the_store_is_one_line(tmp_path: Path) -> None:
     served = run_cli("serve", "--queue", "--store", f"file://{tmp_path}")
     assert served.returncode == 1
-    assert served.stderr.strip() == (
+    assert own_stderr(served.stderr).strip() == (
         f"harness: error: --queue needs a plugin that queues turns for the store "
         f"file://{tmp_path}: install harness-worker and name a PostgreSQL store "
         "(--store postgresql://...)"
@@ -748,7 +749,7 @@ def test_a_database_that_does_not_answer_is_one_line_without_the_password(
     url = f"postgresql://harness:n0t-the-password@127.0.0.1:{port}/nowhere"
     failed = run_cli(*command, "--store", url)
     assert failed.returncode == 1
-    assert failed.stderr.strip().splitlines() == [
+    assert own_stderr(failed.stderr).strip().splitlines() == [
         f"harness: error: PostgreSQL store 127.0.0.1:{port}/nowhere: cannot connect: "
         "Connection refused"
     ]

@@ -595,10 +595,11 @@ atexit.register(_close_all)
 
 def probe(network: bool = False) -> str | None:
     """None when bubblewrap can sandbox a command here; else why not, in one line."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    # The kernel first: where it lacks pidfd_open, installing bubblewrap would not help.
     if (missing := _no_pidfd()) is not None:
         return missing
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     argv = Sandbox("workspace", network).wrap(["true"], None)
     try:
         done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
