@@ -49,6 +49,7 @@ def test_loads_through_the_entry_point(harness_home: Path) -> None:
         "harness_register_tools",
         "harness_snapshot_fields",
         "harness_terminal_strip",
+        "harness_turn_usage",
         "harness_web_dock",
     ]
     assert record.tools == ["todo_write"]

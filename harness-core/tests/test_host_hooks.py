@@ -251,6 +251,31 @@ def test_every_hook_takes_a_subset_of_its_arguments(
     assert model is not None and model.name == "subset:x"
 
 
+def test_harness_turn_usage_merges_every_plugins_answer_about_a_turn(
+    plugin_host: PluginHost, register_plugin: RegisterPlugin
+) -> None:
+    """What a turn used, from any tool plugin: flags true when one says so, counts added, a
+    plugin with nothing to say or that raises leaves the others' answers whole."""
+
+    def usage(name: str, answer: Any) -> SimpleNamespace:
+        def harness_turn_usage(events: Sequence[Event]) -> Any:
+            if answer is None:
+                raise RuntimeError("cannot tell")
+            return answer(events)
+
+        return SimpleNamespace(
+            name=name, inject=(), harness_turn_usage=hookimpl(harness_turn_usage)
+        )
+
+    register_plugin(usage("search", lambda events: {"plan_used": False, "searches": len(events)}))
+    register_plugin(usage("silent", lambda events: None))
+    register_plugin(usage("broken", None))
+    register_plugin(usage("browser", lambda events: {"plan_used": True, "searches": 1}))
+    turn = [Event(1, "turn/start", "t", {}, 1), Event(2, "turn/end", "t", {}, 1)]
+    assert plugin_host.hooks.turn_usage(turn) == {"plan_used": True, "searches": 3}
+    assert "plugin 'broken' raised in harness_turn_usage" in str(plugin_host.observer_errors[-1])
+
+
 def marked(name: str, seen: list[str], **marks: bool) -> SimpleNamespace:
     """A plugin that answers each isolated hook with its own name, marked with `marks`."""
     mark = hookimpl(**marks)
@@ -264,6 +289,7 @@ def marked(name: str, seen: list[str], **marks: bool) -> SimpleNamespace:
         harness_snapshot_fields=mark(lambda: name),
         harness_web_dock=mark(lambda: [name]),
         harness_session_mcp=mark(lambda: name),
+        harness_turn_usage=mark(lambda: {name: True}),
     )
 
 
@@ -288,6 +314,7 @@ def test_tryfirst_and_trylast_order_every_isolated_hook_and_harness_session_mcp_
     assert [plugin for plugin, _ in hooks.snapshot_fields()] == order
     assert [plugin for plugin, _ in hooks.web_dock()] == order
     assert hooks.session_mcp() == "first"
+    assert list(hooks.turn_usage([])) == order
 
 
 @pytest.mark.parametrize(
@@ -301,6 +328,7 @@ def test_tryfirst_and_trylast_order_every_isolated_hook_and_harness_session_mcp_
         "harness_web_dock",
         "harness_event_types",
         "harness_compaction_carry",
+        "harness_turn_usage",
     ],
 )
 def test_wrappers_are_rejected_where_the_host_calls_one_plugin_at_a_time(

@@ -89,3 +89,17 @@ async def test_event_never_reaches_the_model_history(
         "Updated todo list: 0 pending, 0 in progress, 0 completed.",
         'Error: invalid todos: duplicate content "x"',
     ]
+
+
+async def test_harness_turn_usage_says_a_turn_that_wrote_a_plan_used_one(
+    todo_host: PluginHost, agent: Agent, call: Call
+) -> None:
+    """The host asks the plugins what a turn used: a turn with a `todo/write` used a plan,
+    one without it (or whose write was refused, so no event) did not."""
+    await call({"todos": [{"content": "x", "status": "in_progress"}] * 2}, agent)  # rejected
+    refused = [e for e in agent.session.events if e.turn == agent.turn]
+    assert todo_host.hooks.turn_usage(refused) == {}
+    await call(PLAN, agent)
+    written = [e for e in agent.session.events if e.turn == agent.turn]
+    assert todo_host.hooks.turn_usage(written) == {"plan_used": True}
+    assert todo_host.observer_errors == []

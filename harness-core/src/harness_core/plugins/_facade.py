@@ -82,6 +82,13 @@ def _call_order(pm: pluggy.PluginManager, impls: list[pluggy.HookImpl]) -> list[
     return sorted(impls, key=lambda impl: (impl.trylast - impl.tryfirst, loaded[impl.plugin_name]))
 
 
+def _merged(seen: bool | int, value: bool | int) -> bool | int:
+    """Two plugins' figure for one key: a flag any of them sets, or the sum of their counts."""
+    if isinstance(seen, bool) and isinstance(value, bool):
+        return seen or value
+    return seen + value
+
+
 class Hooks:
     """Typed calls of every hook spec."""
 
@@ -127,6 +134,14 @@ class Hooks:
     def model(self, spec: str, options: dict[str, Any]) -> Model | None:
         result: Model | None = self._pm.hook.harness_model(spec=spec, options=options)
         return result
+
+    def turn_usage(self, events: Sequence[Event]) -> dict[str, bool | int]:
+        """Every plugin's answer about one turn, merged: flags or-ed, counts added."""
+        merged: dict[str, bool | int] = {}
+        for _, answer in self._isolated("harness_turn_usage", {"events": events}):
+            for key, value in (answer or {}).items():
+                merged[key] = value if key not in merged else _merged(merged[key], value)
+        return merged
 
     # -- host extension points -------------------------------------------------------------
 

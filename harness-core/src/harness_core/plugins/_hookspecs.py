@@ -11,7 +11,7 @@ catalog is stale.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import pluggy
@@ -112,6 +112,19 @@ def harness_compaction_carry(history: History) -> str | None:
     every replay alike: answer from `history` alone, the same way each time, so a replay
     derives the messages the live session sent. Called once per compaction, as the log folds
     it; a plugin that raises is reported and skipped.
+    """
+
+
+@hookspec
+def harness_turn_usage(events: Sequence[Event]) -> Mapping[str, bool | int] | None:
+    """Say what one turn used, from its events: `{"plan_used": True}`, or None.
+
+    `events` are one ended turn's events, from its `turn/start` to its `turn/end`. Return
+    figures keyed by name (a flag or a count) for what this plugin sees among them (the todo
+    plugin answers `plan_used` when a `todo/write` is there), or None. Answers merge key by
+    key: a flag is true when any plugin says so, counts add up. harness-worker asks once for
+    each queued turn and records `plan_used` in its task rows and batch report. A plugin
+    that raises is reported and skipped.
     """
 
 

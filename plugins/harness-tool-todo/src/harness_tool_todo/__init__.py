@@ -68,6 +68,7 @@ __all__ = [
     "harness_register_tools",
     "harness_snapshot_fields",
     "harness_terminal_strip",
+    "harness_turn_usage",
     "harness_web_dock",
     "inject",
     "name",
@@ -113,6 +114,14 @@ def harness_compaction_carry(history: History) -> str | None:
     # The plan survives a compaction verbatim, so the model continues it instead of
     # re-planning from a summary that may have blurred it.
     return carried_plan(history)
+
+
+@hookimpl
+def harness_turn_usage(events: Sequence[Event]) -> dict[str, bool | int] | None:
+    from ._vocabulary import EVENT_TYPE
+
+    # A turn that wrote a plan used one: the worker's batch report counts these (`plan_used`).
+    return {"plan_used": True} if any(event.type == EVENT_TYPE for event in events) else None
 
 
 @hookimpl

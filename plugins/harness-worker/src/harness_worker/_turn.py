@@ -278,7 +278,7 @@ class WorkerHost:
             steps=steps,
             tokens=(tokens[0], tokens[1], tokens[2]),
             seconds=_seconds(events[0], events[-1]) if events else 0.0,
-            plan_used=any(e.type == "todo/write" for e in events),
+            plan_used=bool(self.runtime.host.hooks.turn_usage(events).get("plan_used")),
             check=None,
         )
 
