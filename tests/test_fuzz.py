@@ -84,15 +84,16 @@ class Outcome:
 
 @contextmanager
 def _home(home: Path) -> Iterator[None]:
-    saved = os.environ.get("HARNESS_HOME")
+    """HARNESS_HOME=home for an in-process command, and the environment as it was after it
+    (`--store URL` becomes HARNESS_STORE for the process, as in a `harness` process: left
+    behind, every later test's subprocess would open that store)."""
+    saved = dict(os.environ)
     os.environ["HARNESS_HOME"] = str(home)
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop("HARNESS_HOME", None)
-        else:
-            os.environ["HARNESS_HOME"] = saved
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def harness(home: Path, *args: str) -> Outcome:

@@ -10,6 +10,10 @@ from harness_core.testing.store_conformance import StoreConformance, conformance
 
 
 class TestMemoryStore(StoreConformance):
+    # A store that lives in one process has no writer in another one to refuse: the case is
+    # not collected here (the suite's other stores run it), rather than skipped.
+    test_a_writer_in_another_process_is_named_and_its_death_frees_the_session = None  # type: ignore[assignment]
+
     @pytest.fixture
     def store(self) -> Store:
         return MemoryStore(conformance_registry())

@@ -15,10 +15,10 @@ from harness_worker._tables import Task
     [
         ("not json", "line 1: not JSON"),
         ("[1]", "line 1: a task is a JSON object"),
-        ('{"prompt": " "}', 'line 1: a task needs a non-empty "prompt"'),
-        ('{"prompt": "p", "model": 3}', 'line 1: "model" must be a string'),
-        ('{"prompt": "p", "disable": [1]}', 'line 1: "disable" must be a list of plugin names'),
-        ('{"prompt": "p", "cwd": "/no/such/dir"}', "line 1: cwd '/no/such/dir' is not a directory"),
+        ('{"prompt": " "}', 'line 1: "prompt": must not be empty'),
+        ('{"prompt": "p", "model": 3}', 'line 1: "model": Input should be a valid string'),
+        ('{"prompt": "p", "disable": [1]}', 'line 1: "disable"[0]: Input should be a valid string'),
+        ('{"prompt": "p", "cwd": "/no/such/dir"}', "line 1: \"cwd\": '/no/such/dir' is not a dir"),
         ('{"prompt": "p", "promt": "typo"}', "line 1: unknown key 'promt'"),
     ],
 )
@@ -37,7 +37,7 @@ def test_blank_lines_are_skipped_and_a_relative_cwd_is_made_absolute(
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('\n{"prompt": "a", "cwd": "work"}\n\n')
     [task] = _read(tasks)
-    assert task["cwd"] == str(tmp_path / "work")
+    assert task.cwd == str(tmp_path / "work")
 
 
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:
