@@ -273,6 +273,103 @@ def test_a_batch_with_checks_and_variants_compares_them(
     assert html.count('class="bar pass"') == 3 and without["session"] in html
 
 
+def test_a_repeated_batch_compares_two_variants_on_paired_samples(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Ten tasks, variants `a` and `b`, --repeat 2, on two workers that run checks. `b`'s
+    model writes a file, `a`'s does not; each (task, variant) has its own directory. Tasks
+    0-5 check the file is there (only b passes), 6-7 pass, 8 checks it is absent (only a
+    passes), 9 fails: 20 pairs, a_only 2, b_only 12, and the exact McNemar p of 2 among 14
+    fair coins, 2 * (1 + 14 + 91) / 2**14."""
+    quiet = write_script(tmp_path / "a.json", [{"text": "Done."}])
+    maker = write_script(
+        tmp_path / "b.json", [{"tool_calls": [bash_call("touch made")]}, {"text": "Made."}]
+    )
+    checks = ["test -f made"] * 6 + ["true", "true", "test ! -f made", "false"]
+    lines = []
+    for variant, model in (("a", quiet), ("b", maker)):
+        for n, check in enumerate(checks):
+            home = tmp_path / f"t{n}-{variant}"
+            home.mkdir()
+            line = {"prompt": f"task {n}", "task": f"t{n}", "model": model, "check": check}
+            lines.append(json.dumps({**line, "variant": variant, "cwd": str(home)}))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(lines) + "\n")
+    flags = ("--sandbox", "workspace", "--checks", "--concurrency", "2")
+    workers.extend([Worker(url, "r", tmp_path, *flags), Worker(url, "s", tmp_path, *flags)])
+    ran = run_cli("batch", str(tasks), "--store", url, "--repeat", "2", "--wait", timeout=400)
+    assert ran.returncode == 0, ran.stderr
+    batch = ran.stdout.splitlines()[0].removeprefix("batch ")
+    report = json.loads(run_cli("batch", "status", batch, "--json", "--store", url).stdout)
+    assert report["counts"]["done"] == 40 and report["counts"]["passed"] == 22
+    assert sorted((t["task"], t["variant"], t["repeat"]) for t in report["tasks"]) == sorted(
+        (f"t{n}", v, r) for n in range(10) for v in "ab" for r in (0, 1)
+    )
+    assert len({t["session"] for t in report["tasks"]}) == 40  # a session per sample
+    a, b = report["variants"]["a"], report["variants"]["b"]
+    assert (a["checked"], a["passed"], b["checked"], b["passed"]) == (20, 6, 20, 16)
+    assert (a["pass_at_k"], a["pass_hat_k"], b["pass_at_k"], b["pass_hat_k"]) == (
+        0.3,
+        0.3,
+        0.8,
+        0.8,
+    )
+    [comparison] = report["comparisons"]
+    assert {k: comparison[k] for k in ("a", "b", "pairs", "a_only", "b_only")} == {
+        "a": "a",
+        "b": "b",
+        "pairs": 20,
+        "a_only": 2,
+        "b_only": 12,
+    }
+    assert comparison["diff"] == pytest.approx(0.5)
+    assert comparison["p_value"] == pytest.approx(2 * (1 + 14 + 91) / 2**14)
+    low, high = comparison["diff_ci"]
+    assert 0 < low < 0.5 < high <= 1
+    assert comparison["verdict"] == (
+        f"b passes 50.0 points more [{low * 100:.1f}, {high * 100:.1f}], p = 0.013, "
+        "14 discordant of 20: significant difference"
+    )
+    # The scripted model reports no usage: every pair differs by 0 tokens, and the bootstrap
+    # of data that never varies is that point, not a crash.
+    assert (comparison["tokens_diff"], comparison["tokens_diff_ci"]) == (0.0, [0.0, 0.0])
+    page = tmp_path / "report.html"
+    text = run_cli("batch", "status", batch, "--store", url, "--html", str(page)).stdout
+    assert f"a vs b: {comparison['verdict']}" in text
+    html = page.read_text()
+    assert html.index(comparison["verdict"]) < html.index('<table class="grid">')
+    assert "<th>a #1</th><th>a #2</th><th>b #1</th><th>b #2</th>" in html
+    assert html.count('<td class="passed">passed</td>') == 22
+
+
+def test_batch_status_reads_a_table_from_before_repeats(url: str, tmp_path: Path) -> None:
+    """A batch queued before tasks had ids and repeats still reads: its rows show no task and
+    repeat 0, and pair with nothing."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE harness_tasks (batch text NOT NULL, position integer NOT NULL, "
+            "session_id text NOT NULL, workflow_id text, variant text, has_check boolean NOT "
+            "NULL, state text NOT NULL DEFAULT 'queued', check_result text, steps integer, "
+            "tokens_input bigint, tokens_output bigint, tokens_cached bigint, seconds double "
+            "precision, plan_used boolean, PRIMARY KEY (batch, position))"
+        )
+        conn.execute(
+            "INSERT INTO harness_tasks VALUES ('old', 0, 's0', NULL, 'x', true, 'completed', "
+            "'passed', 1, 10, 5, 0, 1.0, false), ('old', 1, 's1', NULL, 'y', true, "
+            "'completed', 'failed', 1, 10, 5, 0, 1.0, false)"
+        )
+    status = run_cli("batch", "status", "old", "--json", "--store", url)
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert [(t["task"], t["repeat"], t["check"]) for t in report["tasks"]] == [
+        (None, 0, "passed"),
+        (None, 0, "failed"),
+    ]
+    assert report["variants"]["x"]["pass_rate"] == 1.0
+    [comparison] = report["comparisons"]
+    assert comparison["pairs"] == 0
+
+
 def test_batch_wait_on_a_terminal_redraws_one_progress_bar(
     url: str, workers: list[Worker], tmp_path: Path
 ) -> None:
@@ -437,6 +534,19 @@ def test_batch_status_shows_a_variant_name_without_its_terminal_escapes(
     assert status.stdout.splitlines()[1].split() == ["red"]
     raw = json.loads(run_cli("batch", "status", batch, "--json", "--store", url).stdout)
     assert raw["tasks"][0]["variant"] == evil  # --json stays verbatim
+
+
+def test_batch_refuses_a_repeat_below_one_and_a_blank_task(url: str, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"prompt": "p"}) + "\n")
+    zero = run_cli("batch", str(tasks), "--store", url, "--repeat", "0")
+    assert (zero.returncode, zero.stdout) == (1, "")
+    assert "--repeat takes a count of 1 or more, not 0" in zero.stderr
+    tasks.write_text(json.dumps({"prompt": "p", "task": " "}) + "\n")
+    blank = run_cli("batch", str(tasks), "--store", url)
+    assert blank.returncode == 1 and f'{tasks} line 1: "task": must not be empty' in blank.stderr
+    listed = run_cli("sessions", "--store", url, "--json")
+    assert json.loads(listed.stdout) == []
 
 
 def test_batch_status_of_a_store_without_batches_makes_no_table(url: str) -> None:

@@ -1,10 +1,12 @@
-"""`harness batch FILE.jsonl [--wait]` and `harness batch status ID [--json]`.
+"""`harness batch FILE.jsonl [--repeat N] [--wait]` and `harness batch status ID [--json]`.
 
 Every line of FILE is checked (`TaskLine`, a pydantic model) before anything is written: a
-bad line is one error naming it, and nothing is made. Each task then becomes a session with
-one queued turn and a row in `harness_tasks`; the rows and the turns are written in one
-transaction (the rows first, so a fast worker always finds its row), and should it fail the
-sessions are deleted again: no task is left waiting for a turn that was never queued.
+bad line is one error naming it, and nothing is made. Each line is then queued N times, each
+sample a session with one queued turn and a row in `harness_tasks` (its task's id and its
+repeat index, which pair it with the samples of other variants: see `_stats`); the rows and
+the turns are written in one transaction (the rows first, so a fast worker always finds its
+row), and should it fail the sessions are deleted again: no task is left waiting for a turn
+that was never queued.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from harness_core.sanitize import one_line
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from . import _engine, _tables
+from . import _engine, _stats, _tables
 
 if TYPE_CHECKING:
     from harness_core.runtime import Runtime
@@ -35,8 +37,13 @@ DEFAULT_VARIANT: Final = "default"
 POLL_SECONDS: Final = 0.5
 
 
-def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: TextIO) -> int:
+def submit(
+    runtime: Runtime, path: str, model: str | None, *, wait: bool, out: TextIO, repeat: int = 1
+) -> int:
+    if repeat < 1:
+        raise CommandError(f"--repeat takes a count of 1 or more, not {repeat}")
     tasks = _read(Path(path))
+    samples = [(task, index) for task in tasks for index in range(repeat)]
     url = _engine.database_url(runtime.store)
     for spec in {task.model or model for task in tasks} - {None}:
         runtime.model(spec)  # a spec no plugin provides fails here, before anything is queued
@@ -46,10 +53,13 @@ def submit(runtime: Runtime, path: str, model: str | None, *, wait: bool, out: T
         batch = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         jobs: list[dict[str, Any]] = []
         try:
-            for index, task in enumerate(tasks):  # a session the store refuses stops it all
-                jobs.append(_job(runtime, batch, index, task, model))
+            for position, (task, _) in enumerate(samples):  # a refused session stops it all
+                jobs.append(_job(runtime, batch, position, task, model))
+            rows = [
+                _row(job, task, index) for job, (task, index) in zip(jobs, samples, strict=True)
+            ]
             with conn.transaction():  # every task queued, or none
-                _tables.insert_tasks(conn, batch, [_row(job) for job in jobs])
+                _tables.insert_tasks(conn, batch, rows)
                 for job in jobs:
                     _engine.enqueue(conn, schema, job, workflow_id=_workflow_id(job))
         except BaseException:
@@ -66,8 +76,19 @@ def _workflow_id(job: dict[str, Any]) -> str:
     return f"{job['session']}/{job['batch']}-{job['position']}"
 
 
-def _row(job: dict[str, Any]) -> tuple[int, str, str, str | None, bool]:
-    return (job["position"], job["session"], _workflow_id(job), job["variant"], bool(job["check"]))
+def _row(
+    job: dict[str, Any], task: TaskLine, repeat: int
+) -> tuple[int, str, str, str, int, str | None, bool]:
+    key = task.prompt if task.task is None else task.task
+    return (
+        job["position"],
+        job["session"],
+        _workflow_id(job),
+        key,
+        repeat,
+        job["variant"],
+        bool(job["check"]),
+    )
 
 
 def _stored(text: str) -> str:
@@ -103,11 +124,14 @@ Text = Annotated[str, AfterValidator(_stored)]
 
 
 class TaskLine(BaseModel):
-    """One line of a batch file: a task, its turn run once on a worker."""
+    """One line of a batch file: a task, its turn run once per repeat on a worker."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     prompt: Annotated[Text, AfterValidator(_not_blank)] = Field(description="the turn's prompt")
+    task: Annotated[Text, AfterValidator(_not_blank)] | None = Field(
+        None, description="an id pairing lines across variants (default: the prompt)"
+    )
     model: Text | None = Field(None, description="a model spec")
     check: Text | None = Field(None, description="a shell command")
     cwd: Annotated[Text | None, AfterValidator(_directory)] = Field(None, description="a directory")
@@ -238,8 +262,12 @@ def status(
 ) -> int:
     url = _engine.database_url(runtime.store)
     with _engine.translated(url, "cannot read the batch"), _tables.connect(url) as conn:
-        # A read makes nothing: where the tables were never made there is no batch.
-        tasks = _tables.tasks(conn, batch) if _tables.made(conn) else []
+        # A read makes nothing: where the tables were never made there is no batch. Tables
+        # made before repeats gain their columns here, so their batches read as before.
+        tasks = []
+        if _tables.made(conn):
+            _tables.ensure(conn)
+            tasks = _tables.tasks(conn, batch)
     if not tasks:
         raise CommandError(f"no batch {batch} in {runtime.store.url}")
     report = _report(batch, tasks)
@@ -273,6 +301,8 @@ def _report(batch: str, tasks: list[_tables.Task]) -> dict[str, Any]:
     rows = [
         {
             "session": task.session,
+            "task": task.task,
+            "repeat": task.repeat,
             "variant": task.variant,
             "status": task.state,
             "check": task.check,
@@ -285,14 +315,44 @@ def _report(batch: str, tasks: list[_tables.Task]) -> dict[str, Any]:
         }
         for task in tasks
     ]
-    return {"batch": batch, "counts": _counts(tasks), "tasks": rows, "variants": _variants(tasks)}
+    samples = {name: _samples(group) for name, group in _groups(tasks).items()}
+    names = list(samples)
+    return {
+        "batch": batch,
+        "counts": _counts(tasks),
+        "tasks": rows,
+        "variants": _variants(tasks),
+        "comparisons": [
+            _stats.compare(a, b, samples[a], samples[b])
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+        ],
+    }
 
 
-def _variants(tasks: list[_tables.Task]) -> dict[str, dict[str, Any]]:
+def _groups(tasks: list[_tables.Task]) -> dict[str, list[_tables.Task]]:
     groups: dict[str, list[_tables.Task]] = {}
     for task in tasks:
         groups.setdefault(task.variant or DEFAULT_VARIANT, []).append(task)
-    return {name: _variant(group) for name, group in groups.items()}
+    return groups
+
+
+def _samples(tasks: list[_tables.Task]) -> list[_stats.Sample]:
+    """The checked samples of a variant; a row from before tasks had ids pairs with none."""
+    return [
+        _stats.Sample(
+            task=t.task if t.task is not None else f"\0{t.position}",
+            repeat=t.repeat,
+            passed=t.check == "passed",
+            tokens=sum((t.tokens or (0, 0, 0))[:2]),
+        )
+        for t in tasks
+        if t.check in JUDGED
+    ]
+
+
+def _variants(tasks: list[_tables.Task]) -> dict[str, dict[str, Any]]:
+    return {name: _variant(group) for name, group in _groups(tasks).items()}
 
 
 def _variant(tasks: list[_tables.Task]) -> dict[str, Any]:
@@ -302,12 +362,17 @@ def _variant(tasks: list[_tables.Task]) -> dict[str, Any]:
     def mean(values: list[float]) -> float | None:
         return round(sum(values) / len(values), 3) if values else None
 
+    passed = sum(t.check == "passed" for t in checked)
+    pass_at_k, pass_hat_k = _stats.pass_at_k(_samples(tasks))
     return {
         "tasks": len(tasks),
         "ended": len(ended),
         "checked": len(checked),
-        "passed": sum(t.check == "passed" for t in tasks),
+        "passed": passed,
         "pass_rate": mean([t.check == "passed" for t in checked]),
+        "pass_rate_ci": _stats.wilson(passed, len(checked)),
+        "pass_at_k": pass_at_k,
+        "pass_hat_k": pass_hat_k,
         "mean_steps": mean([t.steps or 0 for t in ended]),
         "mean_tokens": {
             kind: mean([(t.tokens or (0, 0, 0))[i] for t in ended])
@@ -330,7 +395,7 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
     names = list(variants)
     shown = [one_line(name, 40) for name in names]
     width = max(len(label) for label, _ in VARIANT_ROWS)
-    columns = [max(len(name), 10) for name in shown]
+    columns = [max(len(name), 12) for name in shown]
     print(
         f"{'':{width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(shown, columns, strict=True)),
         file=out,
@@ -338,6 +403,9 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
     for label, cell in VARIANT_ROWS:
         cells = "  ".join(f"{cell(variants[n]):>{w}}" for n, w in zip(names, columns, strict=True))
         print(f"{label:{width}}  {cells}", file=out)
+    for comparison in report["comparisons"]:
+        print(file=out)
+        _comparison(comparison, out)
     skipped = sum(task["check"] == "skipped" for task in report["tasks"])
     if skipped:
         print(
@@ -345,6 +413,27 @@ def _text(report: dict[str, Any], out: TextIO) -> None:
             "--checks, and not under --approval deny)",
             file=out,
         )
+
+
+def _comparison(comparison: dict[str, Any], out: TextIO) -> None:
+    """The verdict first, then what it rests on."""
+    a, b = one_line(comparison["a"], 40), one_line(comparison["b"], 40)
+    print(f"{a} vs {b}: {one_line(comparison['verdict'], 400)}", file=out)
+    print(
+        f"  pairs {comparison['pairs']} · {a} only {comparison['a_only']} · "
+        f"{b} only {comparison['b_only']} · p = {comparison['p_value']:.3g}",
+        file=out,
+    )
+    if comparison["tokens_diff"] is not None:
+        print(
+            f"  tokens {b} - {a}: {comparison['tokens_diff']:+.1f}"
+            f"{interval(comparison['tokens_diff_ci'], 1)} per sample",
+            file=out,
+        )
+
+
+def interval(ci: list[float] | None, scale: float = 100) -> str:
+    return "" if ci is None else f" [{ci[0] * scale:.1f}, {ci[1] * scale:.1f}]"
 
 
 def percent(value: float | None) -> str:
@@ -360,6 +449,9 @@ VARIANT_ROWS: Final[list[tuple[str, Callable[[dict[str, Any]], str]]]] = [
     ("tasks", lambda v: str(v["tasks"])),
     ("passed", lambda v: f"{v['passed']}/{v['checked']}" if v["checked"] else "-"),
     ("pass rate", lambda v: percent(v["pass_rate"])),
+    ("95% interval", lambda v: interval(v["pass_rate_ci"]).strip() or "-"),
+    ("pass@k", lambda v: percent(v["pass_at_k"])),
+    ("pass^k", lambda v: percent(v["pass_hat_k"])),
     ("mean steps", lambda v: number(v["mean_steps"])),
     ("mean input tokens", lambda v: number(v["mean_tokens"]["input"])),
     ("mean output tokens", lambda v: number(v["mean_tokens"]["output"])),

@@ -322,6 +322,9 @@ def _configure_batch(parser: ArgumentParser) -> None:
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     parser.add_argument("--model", metavar="SPEC", help="the model of tasks that name none")
     parser.add_argument("--wait", action="store_true", help="show progress until every task ends")
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N", help="queue every line N times (default 1)"
+    )
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     parser.add_argument(
         "--html", metavar="FILE", help="status: also write the report to FILE as one HTML page"
@@ -337,12 +340,16 @@ def _batch(args: Namespace, ctx: CommandContext) -> int:
     if args.target == "status":
         if not args.batch:
             raise CommandError("name the batch: harness batch status ID [--json] [--html FILE]")
+        if args.repeat != 1:
+            raise CommandError("--repeat goes with a file: harness batch FILE.jsonl --repeat N")
         return _batch.status(runtime, args.batch, as_json=args.json, out=ctx.stdout, html=args.html)
     if args.batch:
         raise CommandError(f"unexpected argument {args.batch!r}: harness batch FILE.jsonl")
     if args.html:
         raise CommandError("--html goes with status: harness batch status ID --html FILE")
-    return _batch.submit(runtime, args.target, args.model, wait=args.wait, out=ctx.stdout)
+    return _batch.submit(
+        runtime, args.target, args.model, wait=args.wait, out=ctx.stdout, repeat=args.repeat
+    )
 
 
 BATCH: Final = Command(
@@ -351,8 +358,10 @@ BATCH: Final = Command(
     run=_batch,
     configure=_configure_batch,
     description="`harness batch FILE.jsonl` makes one session per line of FILE, each with one "
-    'queued turn: {"prompt": ..., "model"?, "check"?, "cwd"?, "variant"?, "disable"?}. It '
-    "prints `batch ID` first; --wait shows progress and exits 0 when every turn completed. "
-    "`harness batch status ID [--json] [--html FILE]` counts the tasks and compares the "
-    "variants; --html also writes that report to FILE as a self-contained HTML page.",
+    'queued turn: {"prompt": ..., "task"?, "model"?, "check"?, "cwd"?, "variant"?, "disable"?}; '
+    "--repeat N queues every line N times. It prints `batch ID` first; --wait shows progress "
+    "and exits 0 when every turn completed. `harness batch status ID [--json] [--html FILE]` "
+    "counts the tasks and compares the variants (pass rates with Wilson intervals, pass@k, "
+    "pass^k, and for each pair a paired bootstrap interval, McNemar's p and a verdict); --html "
+    "also writes that report to FILE as a self-contained HTML page.",
 )

@@ -1,9 +1,12 @@
 """`harness batch status ID --html FILE`: the status report as one self-contained HTML page.
 
-The figures are `_batch._report`'s, shown as the text form shows them (the variants side by
-side, through `VARIANT_ROWS`), with bars of each variant's pass rate and mean tokens, and the
-task table. The page loads nothing: its style is inline and its bars are CSS. Every string
-from the batch (session ids, variant names, statuses) is escaped.
+The figures are `_batch._report`'s. First each comparison of two variants: its verdict and
+the difference in pass rate with its interval as a bar on a scale of -100 to +100 points.
+Then the grid of samples (a row per task, a column per variant and repeat: pass, fail or
+skipped at a glance), then the variants side by side (through `VARIANT_ROWS`), with bars of
+each variant's pass rate and mean tokens, and the task table. The page loads nothing: its
+style is inline and its bars are CSS. Every string from the batch (session ids, task ids,
+variant names, statuses) is escaped.
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ th:first-child, td:first-child { text-align: left; }
 .bar { height: 0.9em; display: block; }
 .pass { background: #3a7; } .input { background: #47b; } .output { background: #d83; }
 .cached { background: #999; }
+.diff { position: relative; width: 24em; height: 1.2em; background: #f0f0f0; }
+.diff .zero { position: absolute; left: 50%; top: 0; bottom: 0; border-left: 1px solid #444; }
+.diff .ci { position: absolute; top: 0.3em; height: 0.6em; background: #47b; }
+.diff .point { position: absolute; top: 0; height: 1.2em; border-left: 2px solid #222; }
+.axis { color: #666; font-size: 0.9em; margin-top: 0.3em; }
+.grid td.passed { background: #cfe8d6; } .grid td.failed { background: #f3c9c4; }
+.grid td.skipped { background: #eee; color: #777; }
 """
 
 _TOKENS: Final = ("input", "output", "cached")
@@ -52,6 +62,9 @@ def page(report: dict[str, Any]) -> str:
             f"<title>batch {batch}</title><style>{_STYLE}</style></head><body>",
             f"<h1>batch {batch}</h1>",
             _counts(report["counts"]),
+            *(_comparison(c) for c in report.get("comparisons", [])),
+            "<h2>Samples</h2>",
+            _grid(report["tasks"]),
             "<h2>Variants</h2>",
             _variants(report["variants"]),
             "<h2>Pass rate</h2>",
@@ -64,6 +77,55 @@ def page(report: dict[str, Any]) -> str:
             "",
         ]
     )
+
+
+def _comparison(comparison: dict[str, Any]) -> str:
+    """The verdict, then B - A in points as a bar: its interval, its point, and zero."""
+    title = f"{escape(comparison['a'])} vs {escape(comparison['b'])}"
+    parts = [f"<h2>{title}</h2>", f'<p class="verdict"><b>{escape(comparison["verdict"])}</b></p>']
+    if comparison["diff"] is not None:
+
+        def at(value: float) -> float:  # -1..1 onto 0..100% of the track
+            return max(0.0, min(100.0, (value + 1) * 50))
+
+        ci = comparison["diff_ci"] or [comparison["diff"]] * 2
+        low, high = at(ci[0]), at(ci[1])
+        parts.append(
+            '<div class="diff"><span class="zero"></span>'
+            f'<span class="ci" style="left: {low:.1f}%; width: {high - low:.1f}%"></span>'
+            f'<span class="point" style="left: {at(comparison["diff"]):.1f}%"></span></div>'
+            f'<p class="axis">{escape(comparison["b"])} - {escape(comparison["a"])} in points '
+            "of pass rate, from -100 to +100: the line is the difference, the bar its 95% "
+            "interval, the thin line zero</p>"
+        )
+    return "\n".join(parts)
+
+
+def _grid(tasks: list[dict[str, Any]]) -> str:
+    """A row per task, a column per (variant, repeat): each sample's check at a glance."""
+    variants = list(dict.fromkeys(t["variant"] or "" for t in tasks))  # the file's order
+    columns = sorted(
+        {(t["variant"] or "", t["repeat"]) for t in tasks},
+        key=lambda column: (variants.index(column[0]), column[1]),
+    )
+    cells: dict[tuple[str, str, int], str] = {}
+    names: list[str] = []
+    for t in tasks:
+        name = t["task"] if t["task"] is not None else t["session"]
+        if name not in names:
+            names.append(name)
+        cells[name, t["variant"] or "", t["repeat"]] = t["check"] or t["status"]
+    head = "".join(
+        f"<th>{escape(variant or '-')} #{repeat + 1}</th>" for variant, repeat in columns
+    )
+    rows = [f"<tr><th>task</th>{head}</tr>"]
+    for name in names:
+        row = []
+        for variant, repeat in columns:
+            value = cells.get((name, variant, repeat), "")
+            row.append(f'<td class="{escape(value)}">{escape(value)}</td>')
+        rows.append(f"<tr><td>{escape(name)}</td>{''.join(row)}</tr>")
+    return f'<table class="grid">{"".join(rows)}</table>'
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -5,8 +5,9 @@ holds a session-level advisory lock on its id, on the connection that beats: the
 go of it the moment that process dies, so a peer tells a dead worker from a slow one at once,
 and the lapsed heartbeat covers a machine that vanished without closing its connections.
 
-`harness_tasks`: a batch's tasks, each a session with one queued turn, and what the worker
-that ran it recorded (status, check, steps, tokens, seconds, whether the plan was used).
+`harness_tasks`: a batch's samples, each a session with one queued turn (its task's id and
+repeat index, which pair it with the other variants' samples), and what the worker that ran it
+recorded (status, check, steps, tokens, seconds, whether the plan was used).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ CREATE TABLE IF NOT EXISTS harness_tasks (
     plan_used boolean,
     PRIMARY KEY (batch, position)
 );
+-- Added with repeats; a row from before them has no task (it pairs with nothing) and repeat 0.
+ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS task_key text;
+ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS repeat_index integer NOT NULL DEFAULT 0;
 """
 # Two processes making the tables at once would race on the catalog: one waits here.
 _SCHEMA_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('harness-worker schema'))"
@@ -171,6 +175,8 @@ class Task:
 
     position: int
     session: str
+    task: str | None
+    repeat: int
     variant: str | None
     has_check: bool
     state: str
@@ -184,13 +190,14 @@ class Task:
 def insert_tasks(
     conn: psycopg.Connection[tuple[Any, ...]],
     batch: str,
-    rows: list[tuple[int, str, str, str | None, bool]],
+    rows: list[tuple[int, str, str, str, int, str | None, bool]],
 ) -> None:
-    """(position, session, workflow id, variant, has a check) for each task of `batch`."""
+    """(position, session, workflow id, task, repeat, variant, has a check) for each sample
+    of `batch`."""
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO harness_tasks (batch, position, session_id, workflow_id, variant, "
-            "has_check) VALUES (%s, %s, %s, %s, %s, %s)",
+            "INSERT INTO harness_tasks (batch, position, session_id, workflow_id, task_key, "
+            "repeat_index, variant, has_check) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
             [(batch, *row) for row in rows],
         )
 
@@ -210,8 +217,9 @@ def record(
 
 def tasks(conn: psycopg.Connection[tuple[Any, ...]], batch: str) -> list[Task]:
     rows = conn.execute(
-        "SELECT position, session_id, variant, has_check, state, check_result, steps, "
-        "tokens_input, tokens_output, tokens_cached, seconds, plan_used FROM harness_tasks "
+        "SELECT position, session_id, task_key, repeat_index, variant, has_check, state, "
+        "check_result, steps, tokens_input, tokens_output, tokens_cached, seconds, plan_used "
+        "FROM harness_tasks "
         "WHERE batch = %s ORDER BY position",
         (batch,),
     ).fetchall()
@@ -219,14 +227,16 @@ def tasks(conn: psycopg.Connection[tuple[Any, ...]], batch: str) -> list[Task]:
         Task(
             position=row[0],
             session=row[1],
-            variant=row[2],
-            has_check=row[3],
-            state=row[4],
-            check=row[5],
-            steps=row[6],
-            tokens=None if row[7] is None else (row[7], row[8], row[9]),
-            seconds=row[10],
-            plan_used=row[11],
+            task=row[2],
+            repeat=row[3],
+            variant=row[4],
+            has_check=row[5],
+            state=row[6],
+            check=row[7],
+            steps=row[8],
+            tokens=None if row[9] is None else (row[9], row[10], row[11]),
+            seconds=row[12],
+            plan_used=row[13],
         )
         for row in rows
     ]
