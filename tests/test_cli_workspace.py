@@ -32,19 +32,23 @@ needs_root = pytest.mark.skipif(
 # The start of a shell script run as `unshare --mount --propagation private sh -c ...`: the
 # test's directory KEEP (under the real /tmp) is opened first, then fresh tmpfs cover /tmp and
 # /dev/shm, KEEP is bound back at its path from the open descriptor, and canaries are laid.
+# The repository (the harness under test: its virtual environment and sources) is kept the
+# same way, for a clone that lies under /tmp.
 PRIVATE_TMP = r"""
 set -e
 exec 3< "$KEEP"
+exec 4< "$REPO"
 mount -t tmpfs canary-tmp /tmp
 mount -t tmpfs canary-shm /dev/shm
-mkdir -p "$KEEP"
+mkdir -p "$KEEP" "$REPO"
 mount --no-canonicalize --bind /proc/self/fd/3 "$KEEP"
-exec 3<&-
+mount --no-canonicalize --bind /proc/self/fd/4 "$REPO"
+exec 3<&- 4<&-
 mkdir /tmp/theirs
 echo /tmp/canary > /tmp/canary
 echo /tmp/theirs/canary > /tmp/theirs/canary
 echo /dev/shm/canary > /dev/shm/canary
-"""
+""".replace("$REPO", str(Path(__file__).resolve().parents[1]))
 # RUN runs in WHERE; then its status, then each canary still there.
 NAMESPACE = f"""{PRIVATE_TMP}
 cd "$WHERE"

@@ -496,7 +496,7 @@ def tables_in(url: str) -> list[str]:
         ({"prompt": "bad", "variant": "a\x00b"}, '"variant": holds a NUL character'),
         ({"prompt": "bad", "cwd": "/nowhere/at/all"}, "\"cwd\": '/nowhere/at/all' is not a"),
         ({"prompt": " "}, '"prompt": must not be empty'),
-        ({"prompt": "bad", "turns": 3}, "unknown key 'turns' (known: prompt, model, check"),
+        ({"prompt": "bad", "turns": 3}, "unknown key 'turns' (known: prompt, task, model, check"),
         ([1], "a task is a JSON object"),
     ],
     ids=["disable", "nul", "cwd", "blank", "unknown", "array"],

@@ -16,10 +16,10 @@ HOSTILE = '<script>alert("x")</script>&'
 
 def tasks() -> list[Task]:
     return [
-        Task(0, "s0", HOSTILE, True, "completed", "passed", 2, (200, 20, 100), 3.0, True),
-        Task(1, "s1", HOSTILE, True, "error", "failed", 4, (400, 40, 0), 5.0, False),
-        Task(2, "<s2>", None, False, "completed", None, 1, (1000, 10, 0), 1.0, False),
-        Task(3, "s3", None, False, "queued", None, None, None, None, None),
+        Task(0, "s0", None, 0, HOSTILE, True, "completed", "passed", 2, (200, 20, 100), 3.0, True),
+        Task(1, "s1", None, 0, HOSTILE, True, "error", "failed", 4, (400, 40, 0), 5.0, False),
+        Task(2, "<s2>", None, 0, None, False, "completed", None, 1, (1000, 10, 0), 1.0, False),
+        Task(3, "s3", None, 0, None, False, "queued", None, None, None, None, None),
     ]
 
 

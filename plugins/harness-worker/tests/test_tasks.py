@@ -51,6 +51,8 @@ def task(position: int, variant: str | None, state: str, check: str | None, step
     return Task(
         position,
         f"s{position}",
+        None,
+        0,
         variant,
         check is not None,
         state,
@@ -69,7 +71,7 @@ def test_variants_are_compared_on_what_ended() -> None:
             task(0, "todo", "completed", "passed", 2),
             task(1, "todo", "error", "failed", 4),
             task(2, "plain", "completed", "passed", 1),
-            Task(3, "s3", "plain", False, "queued", None, None, None, None, None),
+            Task(3, "s3", None, 0, "plain", False, "queued", None, None, None, None, None),
         ],
     )
     assert report["counts"] == {"queued": 1, "running": 0, "done": 2, "failed": 1, "passed": 2}
