@@ -511,6 +511,9 @@ class _Heartbeat:
         self.woken.set()
 
     def run(self) -> None:
+        # Signals are the main thread's: a Ctrl-C the kernel handed to this thread would not
+        # interrupt the main thread's read at the chat prompt, and the typed line would go.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         while True:
             with self.lock:
                 dropped, self.dropped = self.dropped, []
