@@ -900,9 +900,15 @@ function showOlder(before, generation) {
   };
 }
 
+// When the last Tab was pressed: the observer below may run a frame or more after the Tab
+// that scrolled the button into view, when focus has already moved on past it.
+let tabbedAt = -Infinity;
+document.addEventListener("keydown", (e) => { if (e.key === "Tab") tabbedAt = performance.now(); }, true);
+
 const older = new IntersectionObserver((entries) => {
   // Scrolled into view by the reader, not by a Tab passing over it (Enter or a click loads then).
-  if (entries.some((e) => e.isIntersecting) && !$("older").hidden && document.activeElement !== $("older")) {
+  const tabbing = performance.now() - tabbedAt < 1000 || document.activeElement === $("older");
+  if (entries.some((e) => e.isIntersecting) && !$("older").hidden && !tabbing) {
     $("older").onclick?.();
   }
 }, { root: null, rootMargin: "200px" });
