@@ -186,7 +186,11 @@ def own_scratch(mark: str) -> list[tuple[str, int]]:
 
 def watch(beats: int, lapse: float) -> None:
     """End the sandbox (this process, PID 1, and so every process in it) once harness has
-    been silent for `lapse` seconds, or is gone."""
+    been silent for `lapse` seconds, or is gone.
+
+    `os._exit`, not `sys.exit`: this runs on the watchdog thread of a stand-alone server (no
+    harness code, no library state to flush), and only `_exit` ends the whole process, PID 1
+    of the sandbox, from a thread other than the main one."""
     while True:
         ready, _, _ = select.select([beats], [], [], lapse)
         if not ready:
