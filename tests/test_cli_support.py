@@ -3,9 +3,11 @@ with pipes or in a real pseudo-terminal read through the pyte terminal emulator.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import platform
 import select
 import shutil
 import signal
@@ -16,7 +18,7 @@ import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pyte
 import pytest
@@ -127,6 +129,10 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+# select() and pselect6() by machine: what /proc/PID/syscall shows while readline waits.
+_SELECT_CALLS: Final = {"x86_64": {"23", "270"}, "aarch64": {"72"}}
+
+
 class Terminal:
     """`harness ARGS` on a real pseudo-terminal, its output fed to a pyte screen."""
 
@@ -192,6 +198,24 @@ class Terminal:
             if time.monotonic() > deadline or not self._read(deadline - time.monotonic()):
                 self.kill()
                 raise AssertionError(f"never saw {wanted!r}; the screen:\n{self.text}")
+
+    def wait_reading(self, timeout: float = 30) -> None:
+        """Wait until the program's main thread sleeps in select() on its stdin: readline is
+        waiting for a key, as a person at the prompt would see it.
+
+        CPython's readline checks for signals only when that select() is interrupted, so a
+        Ctrl-C that lands while the main thread is between two selects (echoing the last key,
+        say) waits for the next key. A person is never that quick; a test on a loaded machine
+        is, so it types only once the program is reading."""
+        deadline = time.monotonic() + timeout
+        calls = _SELECT_CALLS[platform.machine()]
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{self.process.pid}/syscall").read_text().split()
+                if fields[:2] and fields[0] in calls and fields[1] == "0x1":  # nfds: stdin
+                    return
+            time.sleep(0.01)
+        raise AssertionError(f"the program never waited for a key; the screen:\n{self.text}")
 
     def wait(self, timeout: float = 60) -> int:
         """Read until the program exits; its exit status."""
