@@ -1,0 +1,1 @@
+"""Temperatures in Celsius and Fahrenheit."""

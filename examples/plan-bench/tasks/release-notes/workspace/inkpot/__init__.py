@@ -1,0 +1,3 @@
+"""A small template renderer."""
+
+__version__ = "1.4.2"
