@@ -1,7 +1,7 @@
 """Packaging: the harness-model-anthropic wheel installs beside harness-core's in a fresh venv,
 its entry point loads, and `anthropic:MODEL` is a model spec there.
 
-Slow (two wheels built, the anthropic SDK pip-installed), so marked `slow`; CI still runs it.
+Slow (two wheels built, the anthropic SDK installed), so marked `slow`; CI still runs it.
 """
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_todo_wheel import build_wheels, run, wheel_contents
+from test_todo_wheel import build_wheels, install, run, wheel_contents
 
 
 def test_anthropic_wheel_metadata(tmp_path: Path) -> None:
@@ -29,15 +28,13 @@ def test_anthropic_wheel_metadata(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_the_wheel_installs_into_a_fresh_venv_and_provides_its_models(tmp_path: Path) -> None:
-    """pip installs both wheels in a new venv; `harness plugins --json` there lists the plugin
+    """Both wheels install in a new venv; `harness plugins --json` there lists the plugin
     loaded, and `anthropic:MODEL` without a key is the one-line error naming the variable."""
     core, plugin = build_wheels(tmp_path / "dist", "harness-model-anthropic")
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.pop("ANTHROPIC_API_KEY", None)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    run([*pip, str(core), str(plugin)], cwd=tmp_path, env=env)
+    install(venv, [core, plugin], env)
     env["HARNESS_HOME"] = str(tmp_path / "home")
     harness = str(venv / "bin" / "harness")
     out = run([harness, "plugins", "--json"], cwd=tmp_path, env=env)

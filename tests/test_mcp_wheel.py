@@ -1,6 +1,6 @@
 """Packaging: the harness-tool-mcp wheel installs beside harness-core's in a fresh venv and works.
 
-Slow (it builds two wheels and pip-installs them with the mcp SDK), so marked `slow`; CI still
+Slow (it builds two wheels and installs them with the mcp SDK), so marked `slow`; CI still
 runs it.
 """
 
@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from test_todo_wheel import build_wheels, run, wheel_contents
+from test_todo_wheel import build_wheels, install, run, wheel_contents
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "plugins" / "harness-tool-mcp" / "tests" / "tiny_server.py"
@@ -32,17 +31,15 @@ def test_mcp_wheel_metadata(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_the_wheel_installs_into_a_fresh_venv_and_lists_its_tools(tmp_path: Path) -> None:
-    """pip installs both wheels in a new venv; `harness plugins --json` there lists the
+    """Both wheels install in a new venv; `harness plugins --json` there lists the
     plugin, loaded from the venv, with the configured server's tools."""
     core, plugin = build_wheels(tmp_path / "dist", "harness-tool-mcp")
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    run([*pip, str(core), str(plugin)], cwd=tmp_path, env=env)
+    install(venv, [core, plugin], env)
     home = tmp_path / "home"
     home.mkdir()
-    # The test server runs on the venv's Python: the SDK it imports is the one pip installed.
+    # The test server runs on the venv's Python: the SDK it imports is the one installed there.
     (home / "config.toml").write_text(
         f"[plugins.mcp.servers.tiny]\ncommand = {json.dumps(str(venv / 'bin' / 'python'))}\n"
         f"args = {json.dumps([str(TINY)])}\n"

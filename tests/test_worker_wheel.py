@@ -2,7 +2,7 @@
 in a fresh venv; `harness` there finds the plugin through its entry point, and a worker from
 that venv runs a turn `harness submit --wait` queued.
 
-Slow (three wheels built, DBOS and psycopg pip-installed), so marked `slow`; CI still runs it.
+Slow (three wheels built, DBOS and psycopg installed), so marked `slow`; CI still runs it.
 The wheels are built, and the venv made, once for the module's tests.
 """
 
@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import test_worker_cli
 from test_cli_support import write_script
-from test_todo_wheel import build_wheels, run, wheel_contents
+from test_todo_wheel import build_wheels, install, run, wheel_contents
 from test_worker_cli import Worker
 
 url = test_worker_cli.url  # the fixture: a fresh store, DBOS's schema dropped with it
@@ -45,12 +44,10 @@ def test_worker_wheel_metadata(wheels: list[Path]) -> None:
 
 @pytest.fixture(scope="module")
 def venv(wheels: list[Path]) -> Path:
-    """A new venv with the three wheels pip-installed (their dependencies from the index)."""
+    """A new venv with the three wheels installed (their dependencies from the index)."""
     tmp = wheels[0].parents[1]
     venv = tmp / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], cwd=tmp)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    run([*pip, *map(str, wheels)], cwd=tmp, env=venv_env(tmp))
+    install(venv, wheels, venv_env(tmp))
     return venv
 
 
