@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from test_cli_support import write_script
 from web_support import Served, serve
 
-EXAMPLES: Final = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "200"))
+EXAMPLES: Final = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "100"))
 FUZZ_SETTINGS: Final = settings(
     max_examples=EXAMPLES,
     deadline=None,
