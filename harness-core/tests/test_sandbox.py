@@ -7,6 +7,7 @@ import ctypes
 import gc
 import os
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -475,6 +476,34 @@ def test_a_call_cannot_reach_the_sandboxs_server(session: Session) -> None:
     assert second == "next\n[exit code 0]"
 
 
+PTRACE_SEIZE = 0x4206  # attaches without stopping: a tracer that got in leaves no trace
+TRACE_THE_SERVER = f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print("attach:", libc.ptrace({PTRACE_SEIZE}, 1, 0, 0), os.strerror(ctypes.get_errno()))
+try:
+    open("/proc/1/mem", "rb").close()
+    print("memory: read")
+except OSError as exc:
+    print("memory:", exc.strerror)
+"""
+
+
+@needs_bwrap
+def test_a_call_cannot_trace_the_sandboxs_server(session: Session) -> None:
+    """A command cannot attach to the server as a debugger would (it could then stop it,
+    keep its own processes past the call, or read the next calls), nor open its memory."""
+    python = os.path.realpath(sys.executable)  # the standard library's ctypes, as an attacker's
+
+    async def calls() -> list[str]:
+        first = await session.bash(f"{python} -I -c {shlex.quote(TRACE_THE_SERVER)}")
+        return [first.text, (await session.bash("echo next")).text]
+
+    first, second = anyio.run(calls)
+    assert first == "attach: -1 Operation not permitted\nmemory: Permission denied\n[exit code 0]"
+    assert second == "next\n[exit code 0]"
+
+
 @needs_bwrap
 def test_a_timeout_kills_everything_the_call_started(session: Session) -> None:
     """Past the timeout the call's processes die, even one that left with setsid; the next
@@ -672,6 +701,28 @@ def test_a_stopped_owners_sandbox_ends_within_its_lapse(workspace: Path) -> None
         owner.wait()
     assert "harness did not answer for 1 s (stopped or frozen)" in out
     assert "the call was lost" in out
+
+
+@needs_bwrap
+def test_a_call_cannot_beat_for_a_stopped_owner(workspace: Path) -> None:
+    """A command that writes to every descriptor of the server it can reopen through /proc
+    (the heartbeat pipe's read end would open for writing) does not keep a stopped owner's
+    sandbox alive: it ends within the lapse all the same."""
+    forge = (
+        "touch started; while :; do for fd in $(seq 0 20); do "
+        "echo . 2>/dev/null >/proc/1/fd/$fd; done; sleep 0.1; done"
+    )
+    owner = _owner(workspace, 1.0, forge)
+    try:
+        anyio.run(poll, lambda: (workspace / "started").exists())
+        owner.send_signal(signal.SIGSTOP)
+        anyio.run(poll, lambda: sandboxes_of(workspace) == [])
+        owner.send_signal(signal.SIGCONT)
+        out, _ = owner.communicate(timeout=30)
+    finally:
+        owner.kill()
+        owner.wait()
+    assert "harness did not answer for 1 s (stopped or frozen)" in out
 
 
 @needs_bwrap

@@ -17,14 +17,23 @@ tmpfs's device from that directory (whatever may be mounted over the place since
 deletes nothing on any other device. No mark, no server: it would rather not run than
 guess.
 
-A watchdog thread ends the sandbox when harness stops answering: LAPSE seconds without a
-byte on BEATS (harness stopped or frozen), or the pipe closed (harness gone), and the server
-exits; as PID 1 it takes every process of the sandbox with it.
+The server ends the sandbox when harness stops answering: LAPSE seconds without a byte on
+BEATS (harness stopped or frozen), or the pipe closed (harness gone). It has one thread, and
+every wait of it listens to BEATS too (`Watchdog.wait`), so it notices within the lapse
+whatever it waits for, and leaves as any program does; as PID 1 it takes every process of
+the sandbox with it.
 
 Being PID 1 protects the server: the kernel drops the signals a command sends it (SIGKILL and
-SIGSTOP included), and it is not dumpable, so a command (with no capabilities: bubblewrap drops
-them all) can neither trace it nor read its memory or descriptors through /proc. When it ends,
-for whatever reason, the kernel ends every process in the sandbox.
+SIGSTOP included; the server installs no handler, which would let its signal through). And
+the server makes itself not dumpable, so a command (its user, no capabilities: bubblewrap
+drops them all) can neither trace it (stop it, steer it, read later calls' requests) nor
+read its memory or reopen its descriptors through /proc (BEATS for writing: forged beats
+would keep the sandbox alive after harness stopped). That one prctl is why this file uses
+ctypes: the standard library has no prctl, and the kernel's other way (a process that
+execs a file it cannot read is not dumpable: bubblewrap could start Python through an
+execute-only copy of the ELF loader) fails where fs.suid_dumpable is 1, and for a
+statically linked Python. When the server ends, for whatever reason, the kernel ends every
+process in the sandbox.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ import socket
 import stat
 import struct
 import sys
-import threading
+import time
 
 PR_SET_DUMPABLE = 4
 LENGTH = struct.Struct("!I")
@@ -54,9 +63,35 @@ def exit_code(status: int) -> int:
     return code if code >= 0 else 128 - code  # killed by a signal: 128 + its number, as a shell
 
 
-def _exactly(source: socket.socket, size: int) -> bytes:
+class Watchdog:
+    """Harness's heartbeat: `wait` hears it while it waits for anything else."""
+
+    def __init__(self, beats: int, lapse: float) -> None:
+        self.beats, self.lapse = beats, lapse
+        self.heard = time.monotonic()
+
+    def wait(self, fds: list[int]) -> list[int]:
+        """Those of `fds` that are ready, once one is; SystemExit (the sandbox ends) once
+        harness has been silent for the lapse, or is gone."""
+        while True:
+            left = self.heard + self.lapse - time.monotonic()
+            ready, _, _ = select.select([*fds, self.beats], [], [], max(left, 0))
+            if self.beats in ready:
+                if not os.read(self.beats, 4096):
+                    raise SystemExit(0)  # harness is gone: --die-with-parent ends bubblewrap too
+                self.heard = time.monotonic()
+            elif time.monotonic() - self.heard >= self.lapse:
+                why = f"harness did not answer for {self.lapse:g} s (stopped or frozen)"
+                os.write(2, f"sandbox server: {why}: every process in the sandbox ended\n".encode())
+                raise SystemExit(EXIT_LAPSED)
+            if mine := [fd for fd in ready if fd != self.beats]:
+                return mine
+
+
+def _exactly(source: socket.socket, size: int, watchdog: Watchdog) -> bytes:
     data = bytearray()
     while len(data) < size:
+        watchdog.wait([source.fileno()])
         chunk = source.recv(size - len(data))
         if not chunk:
             raise EOFError
@@ -64,11 +99,14 @@ def _exactly(source: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-def _receive_call(channel: socket.socket) -> tuple[int, dict[str, object]] | None:
+def _receive_call(
+    channel: socket.socket, watchdog: Watchdog
+) -> tuple[int, dict[str, object]] | None:
     """The next call's output descriptor and request; None once harness is done."""
     fds = array.array("i")
     message = b"k"
     while message == b"k":  # a kill that came after its call had ended: nothing to do
+        watchdog.wait([channel.fileno()])
         message, ancillary, _, _ = channel.recvmsg(
             1, socket.CMSG_SPACE(fds.itemsize), socket.MSG_CMSG_CLOEXEC
         )
@@ -77,7 +115,8 @@ def _receive_call(channel: socket.socket) -> tuple[int, dict[str, object]] | Non
                 fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
     if message != b"c" or len(fds) != 1:
         return None
-    request = json.loads(_exactly(channel, LENGTH.unpack(_exactly(channel, LENGTH.size))[0]))
+    size = LENGTH.unpack(_exactly(channel, LENGTH.size, watchdog))[0]
+    request = json.loads(_exactly(channel, size, watchdog))
     return fds[0], request
 
 
@@ -113,7 +152,9 @@ def _spawn(request: dict[str, object], output: int) -> int:
     )
 
 
-def _run(channel: socket.socket, request: dict[str, object], output: int) -> tuple[int, bool]:
+def _run(
+    channel: socket.socket, request: dict[str, object], output: int, watchdog: Watchdog
+) -> tuple[int, bool]:
     """The command's exit status, and whether harness has gone away meanwhile."""
     try:
         command = _spawn(request, output)
@@ -124,7 +165,7 @@ def _run(channel: socket.socket, request: dict[str, object], output: int) -> tup
         os.close(output)
     pidfd = os.pidfd_open(command)
     try:
-        ready, _, _ = select.select([pidfd, channel.fileno()], [], [])
+        ready = watchdog.wait([pidfd, channel.fileno()])
     finally:
         os.close(pidfd)
     gone = False
@@ -184,29 +225,12 @@ def own_scratch(mark: str) -> list[tuple[str, int]]:
     return found
 
 
-def watch(beats: int, lapse: float) -> None:
-    """End the sandbox (this process, PID 1, and so every process in it) once harness has
-    been silent for `lapse` seconds, or is gone.
-
-    `os._exit`, not `sys.exit`: this runs on the watchdog thread of a stand-alone server (no
-    harness code, no library state to flush), and only `_exit` ends the whole process, PID 1
-    of the sandbox, from a thread other than the main one."""
+def serve(channel: socket.socket, scratch: list[tuple[str, int]], watchdog: Watchdog) -> None:
     while True:
-        ready, _, _ = select.select([beats], [], [], lapse)
-        if not ready:
-            why = f"harness did not answer for {lapse:g} s (stopped or frozen)"
-            os.write(2, f"sandbox server: {why}: every process in the sandbox ended\n".encode())
-            os._exit(EXIT_LAPSED)
-        if not os.read(beats, 4096):
-            os._exit(0)  # harness is gone: --die-with-parent ends bubblewrap too
-
-
-def serve(channel: socket.socket, scratch: list[tuple[str, int]]) -> None:
-    while True:
-        call = _receive_call(channel)
+        call = _receive_call(channel, watchdog)
         if call is None:
             return
-        code, gone = _run(channel, call[1], call[0])
+        code, gone = _run(channel, call[1], call[0], watchdog)
         _end_the_rest()
         for path, device in scratch:
             _empty(path, device)
@@ -223,9 +247,8 @@ def main() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.exit(f"sandbox server: prctl: {os.strerror(ctypes.get_errno())}")
-    threading.Thread(target=watch, args=(beats, lapse), daemon=True).start()
     try:
-        serve(channel, own_scratch(mark))
+        serve(channel, own_scratch(mark), Watchdog(beats, lapse))
     except (OSError, EOFError, ValueError) as exc:
         sys.exit(f"sandbox server: {exc}")  # harness names this line when the call fails
 

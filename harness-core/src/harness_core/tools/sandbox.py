@@ -479,7 +479,7 @@ class _Heartbeat:
     every `BEAT_SECONDS` (a quarter of the shortest lapse, if less). While harness answers,
     its sandboxes hear it; once it stops (SIGSTOP, a frozen machine) every thread of it
     stops with it, and each sandbox's server, outside harness's process, ends the sandbox
-    when its lapse passes without a beat (`_sandbox_server.watch`). So a turn recovered on
+    when its lapse passes without a beat (`_sandbox_server.Watchdog`). So a turn recovered on
     another worker never runs beside a command still running for this one.
 
     Only this thread closes the pipes it writes: a sandbox dropped meanwhile (by the
