@@ -698,6 +698,50 @@ def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_pat
     assert ended == (True,) and left == (0,)
 
 
+def test_a_worker_stopped_mid_call_hands_the_turn_on_after_its_grace(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """SIGTERM during `sleep 40; echo END > marker`, past the 30 s grace: the worker keeps
+    beating through the grace (a peer with a 5 s lapse does not take it for dead), then
+    abandons the turn, its command killed, and exits 0 saying so; the peer goes on with the
+    same turn, the call answered as stopped, and the marker is never written."""
+    runs, marker = tmp_path / "runs", tmp_path / "marker"
+    slow = bash_call(f"echo run >> {runs}; sleep 40; echo END > {marker}")
+    model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Went on."}])
+    stopping = Worker(url, "stopping", tmp_path)
+    workers.append(stopping)
+    session = run_cli("submit", "--store", url, "--model", model, "work").stdout.split()[0]
+    deadline = time.monotonic() + 60
+    while not runs.exists():
+        assert time.monotonic() < deadline, "the slow call never started"
+        time.sleep(0.1)
+    started = time.monotonic()
+    stopping.process.send_signal(signal.SIGTERM)
+    peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
+    workers.append(peer)
+    assert stopping.process.wait(timeout=90) == 0
+    assert (
+        "stopped with 1 turn(s) still running after 30s: they go to the live workers"
+        in stopping.text()
+    )
+    peer.expect("worker stopping is gone: 1 of its turns go back to the queue", timeout=30)
+    deadline = time.monotonic() + 60
+    while events(url, session)[-1]["type"] != "turn/end":
+        assert time.monotonic() < deadline, "the turn never went on"
+        time.sleep(0.2)
+    log = events(url, session)
+    assert log[-1]["data"]["status"] == "completed"
+    [result] = [e for e in log if e["type"] == "tool/result"]
+    assert "the call may have run in part or in full" in result["data"]["text"]
+    assert [(e["type"], e["turn"]) for e in log if e["type"].startswith("turn/")] == [
+        ("turn/start", 1),
+        ("turn/end", 1),
+    ]
+    time.sleep(max(0.0, started + 43 - time.monotonic()))  # past the END the call would write
+    assert not marker.exists() and runs.read_text() == "run\n"
+    assert "Traceback" not in stopping.text()
+
+
 def test_a_worker_refuses_what_it_cannot_do(
     url: str, workers: list[Worker], tmp_path: Path
 ) -> None:
@@ -799,9 +843,10 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
     """A worker that stops answering (SIGSTOP: its process and its connections stay, like a
     machine cut off) holds its session's writer lock. Once its heartbeat lapses a peer ends
     its connections, the lock goes with them, and the turn goes on on the peer; the frozen
-    worker, woken, finds its connection gone and leaves with one line."""
-    runs = tmp_path / "runs"
-    slow = bash_call(f"echo run >> {runs}; sleep 20")
+    worker, woken, finds its connection gone and leaves with one line, killing the command
+    it still ran (its sandbox is off here), which never writes its marker."""
+    runs, marker = tmp_path / "runs", tmp_path / "marker"
+    slow = bash_call(f"echo run >> {runs}; sleep 30; echo END > {marker}")
     model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Went on."}])
     frozen = Worker(url, "frozen", tmp_path)
     workers.append(frozen)
@@ -811,6 +856,7 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
         assert time.monotonic() < deadline, "the slow call never started"
         time.sleep(0.1)
     frozen.process.send_signal(signal.SIGSTOP)
+    stopped = time.monotonic()
     peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
     workers.append(peer)
     peer.expect("worker frozen is gone: 1 of its turns go back to the queue", timeout=60)
@@ -825,7 +871,9 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
     frozen.process.send_signal(signal.SIGCONT)
     assert frozen.process.wait(timeout=30) == 1
     assert "worker frozen lost its database connection" in frozen.text()
-    assert runs.read_text() == "run\n"
+    assert time.monotonic() < stopped + 28, "too slow to tell whether the command was killed"
+    time.sleep(max(0.0, stopped + 32 - time.monotonic()))  # past the END the call would write
+    assert not marker.exists() and runs.read_text() == "run\n"
 
 
 def test_submit_never_imports_dbos(url: str, tmp_path: Path) -> None:
