@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness_core.hosts import CommandError
 from harness_core.log import SessionLocked
 from harness_core.loop import CRASHED_TURN, STOPPED_CALL_TEXT, Approval, TurnAbandoned
 from harness_core.models import ModelBase, ModelResponse, ScriptedModel
@@ -192,6 +193,20 @@ async def test_an_abandoned_turn_stays_open_and_goes_on_elsewhere(
     assert result.data["text"] == STOPPED_CALL_TEXT
     assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
     assert not marker.exists()
+
+
+def test_a_command_gets_the_runtime_behind_its_context(runtime: Runtime) -> None:
+    """Runtime.of: the CLI's context is its runtime; any other context is one line."""
+
+    class Elsewhere:
+        config, stdout, store = runtime.config, None, runtime.store
+
+        def read_events(self, session_id: str) -> list[Any]:
+            return []
+
+    assert Runtime.of(runtime) is runtime
+    with pytest.raises(CommandError, match="run it under the harness CLI"):
+        Runtime.of(Elsewhere())  # type: ignore[arg-type]
 
 
 async def test_go_on_without_an_open_turn_runs_nothing(runtime: Runtime) -> None:

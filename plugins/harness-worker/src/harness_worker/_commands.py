@@ -30,15 +30,6 @@ GRACE_SECONDS: Final = 30
 STORE_HELP: Final = "postgresql://USER@HOST/DATABASE (else HARNESS_STORE, else config store)"
 
 
-def runtime_of(ctx: CommandContext) -> Runtime:
-    """The CLI's session runtime, which a plugin command is handed as its context."""
-    from harness_core.runtime import Runtime
-
-    if not isinstance(ctx, Runtime):
-        raise CommandError("harness-worker's commands run under the harness CLI")
-    return ctx
-
-
 # -- harness worker ----------------------------------------------------------------------------
 
 
@@ -73,10 +64,11 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
     import socket
 
     from harness_core.log import redact_url
+    from harness_core.runtime import Runtime
 
     from . import _engine, _tables, _turn
 
-    runtime = runtime_of(ctx)
+    runtime = Runtime.of(ctx)
     policy = runtime.approval_policy(args.approval, interactive=False)
     if policy == "ask":
         raise CommandError(
@@ -315,11 +307,11 @@ def _configure_submit(parser: ArgumentParser) -> None:
 
 
 def _submit(args: Namespace, ctx: CommandContext) -> int:
-    from harness_core.runtime import utf8_text
+    from harness_core.runtime import Runtime, utf8_text
 
     from . import _engine, _follow, _tables
 
-    runtime = runtime_of(ctx)
+    runtime = Runtime.of(ctx)
     prompt = utf8_text(args.prompt, "the prompt", "convert it to UTF-8 first")
     if not prompt.strip():
         raise CommandError("the prompt is empty: pass the text of the turn")
@@ -390,9 +382,11 @@ def _configure_batch(parser: ArgumentParser) -> None:
 
 
 def _batch(args: Namespace, ctx: CommandContext) -> int:
+    from harness_core.runtime import Runtime
+
     from . import _batch
 
-    runtime = runtime_of(ctx)
+    runtime = Runtime.of(ctx)
     if args.target == "status":
         if not args.batch:
             raise CommandError("name the batch: harness batch status ID [--json] [--html FILE]")
