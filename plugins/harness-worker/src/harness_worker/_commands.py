@@ -200,7 +200,8 @@ def _lost(workers: Any, host: Any, exc: Exception) -> int:
     a peer's to recover: going on here could only race them, so it leaves at once, with no
     grace: its running turns are abandoned (stopped where they are, their commands killed,
     nothing more written, their workflows left PENDING), DBOS stops taking turns, and the
-    process exits 1 once the turns' threads have ended."""
+    process exits 1 once the turns' threads have ended: at once when a peer ended the
+    connections; while the server is away, after DBOS's own calls, which wait for it."""
     import sys
 
     from dbos import DBOS
@@ -212,7 +213,7 @@ def _lost(workers: Any, host: Any, exc: Exception) -> int:
         file=sys.stderr,
         flush=True,
     )
-    host.stop()
+    host.stop()  # first: a turn that fails as DBOS goes is handed on, not ended as an error
     host.abandon()
     DBOS.destroy()  # no turn is taken from here on
     host.wait()
@@ -241,8 +242,8 @@ def _stop(host: Any, workers: Any, schema: str, ctx: CommandContext) -> int:
     host.stop()
     with _beating(workers, host):  # a peer must not take this worker for dead meanwhile
         DBOS.destroy(workflow_completion_timeout_sec=GRACE_SECONDS)
-    left = host.abandon()
-    host.wait()
+        left = host.abandon()
+        host.wait()
     if left:
         print(
             f"stopped with {left} turn(s) still running after {GRACE_SECONDS}s: they go to "

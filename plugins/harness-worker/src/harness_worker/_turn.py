@@ -231,9 +231,9 @@ class WorkerHost:
                 _tables.record(conn, batch, position, state="error")
 
     def run(self, job: Job) -> Summary:
-        if self._leaving.is_set():  # taken from the queue as the worker leaves: not started
-            raise Left
         with self._slots:
+            if self._leaving.is_set():  # taken, or let in, as the worker leaves: not started
+                raise Left
             return self._run(job)
 
     def _run(self, job: Job) -> Summary:
