@@ -454,6 +454,47 @@ def test_a_check_runs_in_the_sandbox_with_the_tools_environment(
     assert list(outside.iterdir()) == []
 
 
+@needs_bwrap
+def test_a_check_cut_off_by_a_stop_runs_again_on_the_worker_that_goes_on(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """SIGTERM during a batch check that outlives the grace: the check is killed (its END is
+    never written) and recorded nowhere, the worker exits 0 saying the task goes on, and a
+    peer started with --checks runs the check again and records it passed."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    check = "if [ -e once ]; then exit 0; fi; touch once; sleep 40; echo END > marker"
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    tasks = tmp_path / "tasks.jsonl"
+    line = {"prompt": "p", "model": model, "check": check, "cwd": str(workspace)}
+    tasks.write_text(json.dumps(line) + "\n")
+    checks = ("--sandbox", "workspace", "--checks")
+    stopping = Worker(url, "stopping", tmp_path, *checks)
+    workers.append(stopping)
+    queued = run_cli("batch", str(tasks), "--store", url)
+    batch = queued.stdout.splitlines()[0].removeprefix("batch ")
+    deadline = time.monotonic() + 60
+    while not (workspace / "once").exists():
+        assert time.monotonic() < deadline, "the check never started"
+        time.sleep(0.1)
+    started = time.monotonic()
+    stopping.process.send_signal(signal.SIGTERM)
+    workers.append(Worker(url, "peer", tmp_path, *checks))
+    assert stopping.process.wait(timeout=90) == 0
+    assert "stopped with 1 turn(s) still running after 30s" in stopping.text()
+    deadline = time.monotonic() + 60
+    while True:
+        status = run_cli("batch", "status", batch, "--json", "--store", url)
+        [task] = json.loads(status.stdout)["tasks"]
+        if task["check"] is not None:
+            break
+        assert time.monotonic() < deadline, f"the check never ended: {task}"
+        time.sleep(0.5)
+    assert (task["status"], task["check"]) == ("completed", "passed")
+    time.sleep(max(0.0, started + 43 - time.monotonic()))  # past the END the check would write
+    assert not (workspace / "marker").exists()
+
+
 def test_checks_need_the_sandbox(url: str, tmp_path: Path) -> None:
     refused = run_cli("worker", "--store", url, "--sandbox", "off", "--checks")
     assert refused.returncode == 1
