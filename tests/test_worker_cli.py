@@ -454,6 +454,47 @@ def test_a_check_runs_in_the_sandbox_with_the_tools_environment(
     assert list(outside.iterdir()) == []
 
 
+@needs_bwrap
+def test_a_check_cut_off_by_a_stop_runs_again_on_the_worker_that_goes_on(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """SIGTERM during a batch check that outlives the grace: the check is killed (its END is
+    never written) and recorded nowhere, the worker exits 0 saying the task goes on, and a
+    peer started with --checks runs the check again and records it passed."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    check = "if [ -e once ]; then exit 0; fi; touch once; sleep 40; echo END > marker"
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    tasks = tmp_path / "tasks.jsonl"
+    line = {"prompt": "p", "model": model, "check": check, "cwd": str(workspace)}
+    tasks.write_text(json.dumps(line) + "\n")
+    checks = ("--sandbox", "workspace", "--checks")
+    stopping = Worker(url, "stopping", tmp_path, *checks)
+    workers.append(stopping)
+    queued = run_cli("batch", str(tasks), "--store", url)
+    batch = queued.stdout.splitlines()[0].removeprefix("batch ")
+    deadline = time.monotonic() + 60
+    while not (workspace / "once").exists():
+        assert time.monotonic() < deadline, "the check never started"
+        time.sleep(0.1)
+    started = time.monotonic()
+    stopping.process.send_signal(signal.SIGTERM)
+    workers.append(Worker(url, "peer", tmp_path, *checks))
+    assert stopping.process.wait(timeout=90) == 0
+    assert "stopped with 1 turn(s) still running after 30s" in stopping.text()
+    deadline = time.monotonic() + 60
+    while True:
+        status = run_cli("batch", "status", batch, "--json", "--store", url)
+        [task] = json.loads(status.stdout)["tasks"]
+        if task["check"] is not None:
+            break
+        assert time.monotonic() < deadline, f"the check never ended: {task}"
+        time.sleep(0.5)
+    assert (task["status"], task["check"]) == ("completed", "passed")
+    time.sleep(max(0.0, started + 43 - time.monotonic()))  # past the END the check would write
+    assert not (workspace / "marker").exists()
+
+
 def test_checks_need_the_sandbox(url: str, tmp_path: Path) -> None:
     refused = run_cli("worker", "--store", url, "--sandbox", "off", "--checks")
     assert refused.returncode == 1
@@ -698,6 +739,50 @@ def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_pat
     assert ended == (True,) and left == (0,)
 
 
+def test_a_worker_stopped_mid_call_hands_the_turn_on_after_its_grace(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """SIGTERM during `sleep 40; echo END > marker`, past the 30 s grace: the worker keeps
+    beating through the grace (a peer with a 5 s lapse does not take it for dead), then
+    abandons the turn, its command killed, and exits 0 saying so; the peer goes on with the
+    same turn, the call answered as stopped, and the marker is never written."""
+    runs, marker = tmp_path / "runs", tmp_path / "marker"
+    slow = bash_call(f"echo run >> {runs}; sleep 40; echo END > {marker}")
+    model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Went on."}])
+    stopping = Worker(url, "stopping", tmp_path)
+    workers.append(stopping)
+    session = run_cli("submit", "--store", url, "--model", model, "work").stdout.split()[0]
+    deadline = time.monotonic() + 60
+    while not runs.exists():
+        assert time.monotonic() < deadline, "the slow call never started"
+        time.sleep(0.1)
+    started = time.monotonic()
+    stopping.process.send_signal(signal.SIGTERM)
+    peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
+    workers.append(peer)
+    assert stopping.process.wait(timeout=90) == 0
+    assert (
+        "stopped with 1 turn(s) still running after 30s: they go to the live workers"
+        in stopping.text()
+    )
+    peer.expect("worker stopping is gone: 1 of its turns go back to the queue", timeout=30)
+    deadline = time.monotonic() + 60
+    while events(url, session)[-1]["type"] != "turn/end":
+        assert time.monotonic() < deadline, "the turn never went on"
+        time.sleep(0.2)
+    log = events(url, session)
+    assert log[-1]["data"]["status"] == "completed"
+    [result] = [e for e in log if e["type"] == "tool/result"]
+    assert "the call may have run in part or in full" in result["data"]["text"]
+    assert [(e["type"], e["turn"]) for e in log if e["type"].startswith("turn/")] == [
+        ("turn/start", 1),
+        ("turn/end", 1),
+    ]
+    time.sleep(max(0.0, started + 43 - time.monotonic()))  # past the END the call would write
+    assert not marker.exists() and runs.read_text() == "run\n"
+    assert "Traceback" not in stopping.text()
+
+
 def test_a_worker_refuses_what_it_cannot_do(
     url: str, workers: list[Worker], tmp_path: Path
 ) -> None:
@@ -799,9 +884,10 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
     """A worker that stops answering (SIGSTOP: its process and its connections stay, like a
     machine cut off) holds its session's writer lock. Once its heartbeat lapses a peer ends
     its connections, the lock goes with them, and the turn goes on on the peer; the frozen
-    worker, woken, finds its connection gone and leaves with one line."""
-    runs = tmp_path / "runs"
-    slow = bash_call(f"echo run >> {runs}; sleep 20")
+    worker, woken, finds its connection gone and leaves with one line, killing the command
+    it still ran (its sandbox is off here), which never writes its marker."""
+    runs, marker = tmp_path / "runs", tmp_path / "marker"
+    slow = bash_call(f"echo run >> {runs}; sleep 30; echo END > {marker}")
     model = write_script(tmp_path / "slow.json", [{"tool_calls": [slow]}, {"text": "Went on."}])
     frozen = Worker(url, "frozen", tmp_path)
     workers.append(frozen)
@@ -811,6 +897,7 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
         assert time.monotonic() < deadline, "the slow call never started"
         time.sleep(0.1)
     frozen.process.send_signal(signal.SIGSTOP)
+    stopped = time.monotonic()
     peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
     workers.append(peer)
     peer.expect("worker frozen is gone: 1 of its turns go back to the queue", timeout=60)
@@ -825,7 +912,9 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
     frozen.process.send_signal(signal.SIGCONT)
     assert frozen.process.wait(timeout=30) == 1
     assert "worker frozen lost its database connection" in frozen.text()
-    assert runs.read_text() == "run\n"
+    assert time.monotonic() < stopped + 28, "too slow to tell whether the command was killed"
+    time.sleep(max(0.0, stopped + 32 - time.monotonic()))  # past the END the call would write
+    assert not marker.exists() and runs.read_text() == "run\n"
 
 
 def test_submit_never_imports_dbos(url: str, tmp_path: Path) -> None:

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness_core.hosts import CommandError
 from harness_core.log import SessionLocked
-from harness_core.loop import CRASHED_TURN, Approval
+from harness_core.loop import CRASHED_TURN, STOPPED_CALL_TEXT, Approval, TurnAbandoned
 from harness_core.models import ModelBase, ModelResponse, ScriptedModel
 from harness_core.runtime import Runtime, SessionRuntime
+from process_helpers import has_pid, poll, running
 
 
 class Closing(ModelBase):
@@ -154,6 +156,57 @@ async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
     assert "the call may have run in part or in full" in result.data["text"]
     assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
     assert script.remaining == 0  # the step the dead process played was skipped, not replayed
+
+
+async def test_an_abandoned_turn_stays_open_and_goes_on_elsewhere(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    """abandon() mid-bash (a worker leaving): the command dies, nothing more is written (no
+    result, no turn/end), the turn raises TurnAbandoned; another process opened with go_on
+    answers the cut-off call as stopped and finishes the same turn."""
+    pid_file, marker = tmp_path / "child.pid", tmp_path / "ran"
+    command = f"echo $$ > {pid_file}; sleep 60; touch {marker}"
+    call = {"name": "bash", "arguments": {"command": command}}
+    script = ScriptedModel.from_document({"steps": [{"tool_calls": [call]}, {"text": "done"}]})
+    session = runtime.open(None, script, approval=Approval("auto"))
+    turn = asyncio.ensure_future(session.run("go"))
+    await poll(lambda: has_pid(pid_file))
+    session.abandon()
+    with pytest.raises(TurnAbandoned):
+        await turn
+    await session.aclose()
+    await poll(lambda: not running(int(pid_file.read_text())))
+    events = runtime.reader(session.id).events
+    assert [e.type for e in events][1:] == [
+        "turn/start",
+        "message/user",
+        "message/assistant",
+        "tool/approval",  # auto: the call ran
+    ]
+    again = ScriptedModel.from_document({"steps": [{"tool_calls": [call]}, {"text": "done"}]})
+    recovered = runtime.open(session.id, again, approval=Approval("auto"), go_on=True)
+    outcome = await recovered.go_on()
+    await recovered.aclose()
+    assert outcome is not None and (outcome.status, outcome.text) == ("completed", "done")
+    events = runtime.reader(session.id).events
+    [result] = [e for e in events if e.type == "tool/result"]
+    assert result.data["text"] == STOPPED_CALL_TEXT
+    assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
+    assert not marker.exists()
+
+
+def test_a_command_gets_the_runtime_behind_its_context(runtime: Runtime) -> None:
+    """Runtime.of: the CLI's context is its runtime; any other context is one line."""
+
+    class Elsewhere:
+        config, stdout, store = runtime.config, None, runtime.store
+
+        def read_events(self, session_id: str) -> list[Any]:
+            return []
+
+    assert Runtime.of(runtime) is runtime
+    with pytest.raises(CommandError, match="run it under the harness CLI"):
+        Runtime.of(Elsewhere())  # type: ignore[arg-type]
 
 
 async def test_go_on_without_an_open_turn_runs_nothing(runtime: Runtime) -> None:

@@ -6,6 +6,7 @@ from ._agent import (
     DEFAULT_MAX_STEPS,
     STOPPED_CALL_TEXT,
     Agent,
+    TurnAbandoned,
     TurnOutcome,
 )
 from ._approval import (
@@ -43,6 +44,7 @@ __all__ = [
     "NothingToCompact",
     "Policy",
     "SessionGrants",
+    "TurnAbandoned",
     "TurnOutcome",
     "denied_text",
 ]

@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "STOPPED_CALL_TEXT",
     "Agent",
+    "TurnAbandoned",
     "TurnOutcome",
 ]
 
@@ -83,6 +84,10 @@ STOPPED_CALL_TEXT: Final = (
     "a result, so the call may have run in part or in full; check what it did before running "
     "it again."
 )
+
+
+class TurnAbandoned(Exception):
+    """What `run_turn` and `resume_turn` raise after `Agent.abandon()`: the turn is open."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,7 @@ class Agent:
         self._steps = 0
         self._scope: anyio.CancelScope | None = None
         self._cancel_pending = False
+        self._abandoned = False
         self._observing = False
         self._compacting = False  # a compaction by hand is running (cancel() reaches it)
         self._auto_compact = True  # off for the rest of a turn whose compaction failed
@@ -210,6 +216,21 @@ class Agent:
         else:
             self._cancel_pending = True
 
+    def abandon(self) -> None:
+        """Stop the running turn and leave it open, as a process that died leaves it, for
+        another process to go on with (`resume_turn`): nothing more is appended for it (a
+        call cut off gets no result; the process that goes on answers it with
+        STOPPED_CALL_TEXT), and `run_turn` raises TurnAbandoned. From then on every turn of
+        this agent raises it before it opens.
+
+        For a host that hands its unfinished turns to another process when it stops
+        (harness-worker): closing the turn `cancelled` would tell that process the turn is
+        over. Every other host cancels. Call it from the event loop's thread.
+        """
+        self._abandoned = True
+        if (self.turn is not None or self._compacting) and self._scope is not None:
+            self._scope.cancel()
+
     async def run_turn(self, prompt: str) -> TurnOutcome:
         """Run one user turn to a text answer, the step limit, an error or cancellation.
 
@@ -236,6 +257,7 @@ class Agent:
 
     async def _drive(self, begin: Callable[[], Awaitable[None]]) -> TurnOutcome:
         self._ensure_idle()
+        self._ensure_not_abandoned()
         with self._observed(), anyio.CancelScope() as self._scope:
             if self._cancel_pending:  # cancel() came before this turn did
                 self._cancel_pending = False
@@ -258,12 +280,18 @@ class Agent:
             except ModelError as exc:
                 return await self._close_turn("error", error=str(exc) or type(exc).__name__)
             except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+                if self._abandoned:
+                    self.turn = None  # left open, as it stands in the log
+                    raise
                 await self._close_turn("cancelled", error=CANCELLED_TEXT)
                 raise
             except BaseException as exc:
                 await self._close_after_failure(exc)
                 raise
-        # Reached only when `cancel()` cancelled this turn's own scope, which absorbed it.
+        # Reached only when `cancel()` or `abandon()` cancelled this turn's own scope, which
+        # absorbed it.
+        if self._abandoned:
+            raise TurnAbandoned(f"{self.session_id}: turn left open after {self._steps} steps")
         return TurnOutcome("cancelled", error=CANCELLED_TEXT, steps=self._steps)
 
     async def compact(self) -> int | None:
@@ -358,6 +386,10 @@ class Agent:
                 f"turn {self.turn} is still running on session {self.session.session_id}; "
                 "wait for it to end (or cancel it) before starting another"
             )
+
+    def _ensure_not_abandoned(self) -> None:
+        if self._abandoned:
+            raise TurnAbandoned(f"{self.session_id}: this agent's turns were abandoned")
 
     def _open_boundary(self) -> Event | None:
         """The turn/start of a turn left open, if the newest turn is one."""
@@ -542,8 +574,10 @@ class Agent:
                 await self._commit()
         finally:
             # Cancelled mid-batch: calls that finished keep their result, the rest are
-            # answered "interrupted", so the message history stays well formed.
-            self._answer_open_calls(finished)
+            # answered "interrupted", so the message history stays well formed. An abandoned
+            # turn's calls are answered by whoever goes on with it.
+            if not self._abandoned:
+                self._answer_open_calls(finished)
 
     def _batches(self, calls: Sequence[ResponseToolCall]) -> list[list[ResponseToolCall]]:
         """Consecutive ordinary calls share a batch; an exclusive call is a batch of its own."""

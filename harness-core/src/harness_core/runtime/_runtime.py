@@ -29,6 +29,7 @@ from ..log import (
 )
 
 if TYPE_CHECKING:  # the loop, the models (and anyio) load only for the commands that use them
+    from ..hosts import CommandContext
     from ..log import SessionLog
     from ..loop import Approval, Asker, CompactionPolicy, Policy
     from ..models import Model
@@ -123,6 +124,18 @@ class ConfiguredHome:
 
 class Runtime(ConfiguredHome):
     """The configured home, its plugin host and its session store, for every host."""
+
+    @classmethod
+    def of(cls, ctx: CommandContext) -> Runtime:
+        """The session runtime a plugin's command runs under, for a command that runs or
+        queues turns (harness-worker's): the CLI hands every command its runtime as its
+        `CommandContext`. That protocol is a host shape, a layer below this one, so it
+        cannot name the runtime; this is the way from one to the other."""
+        if not isinstance(ctx, cls):
+            from ..hosts import CommandError
+
+            raise CommandError("this command runs turns: run it under the harness CLI")
+        return ctx
 
     def __init__(self, home: Path | None = None) -> None:
         super().__init__(home)

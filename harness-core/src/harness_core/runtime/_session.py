@@ -5,6 +5,7 @@
     outcome = await session.run(prompt)      turns run one at a time, in submission order
     await session.submit(prompt)             the same, without waiting for the turn (a web request)
     session.cancel()                         the running turn ends `cancelled`
+    session.abandon()                        the running turn stops and stays open (TurnAbandoned)
     await session.go_on()                    a crashed turn goes on (opened with go_on=True)
     await session.aclose()                   models closed, writer let go
 
@@ -235,6 +236,13 @@ class SessionRuntime:
         """Ctrl-C: cancel the running turn, or the next one when it has not started yet."""
         if self.agent is not None:
             self.agent.cancel()
+
+    def abandon(self) -> None:
+        """Stop the running turn and leave it open for another process to go on with; it
+        raises TurnAbandoned, and so does every later turn (`Agent.abandon`). A host that
+        hands its unfinished turns on when it stops (harness-worker) does this."""
+        if self.agent is not None:
+            self.agent.abandon()
 
     async def compact(self) -> int | None:
         """Compact the history by hand: the number of events summarized, None when cancelled."""

@@ -7,7 +7,9 @@ whose database holds the sessions, DBOS's queue and harness-worker's tables.
 from __future__ import annotations
 
 from argparse import ArgumentParser, Namespace
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
 
 # This module loads for every command a plugin adds (`harness todos` too): what only the
 # worker needs (socket, signal, threading, os) is imported where it runs.
@@ -26,15 +28,6 @@ LAPSE_SECONDS: Final = 30.0
 LAPSE_RANGE: Final = (5.0, 60.0)
 GRACE_SECONDS: Final = 30
 STORE_HELP: Final = "postgresql://USER@HOST/DATABASE (else HARNESS_STORE, else config store)"
-
-
-def runtime_of(ctx: CommandContext) -> Runtime:
-    """The CLI's session runtime, which a plugin command is handed as its context."""
-    from harness_core.runtime import Runtime
-
-    if not isinstance(ctx, Runtime):
-        raise CommandError("harness-worker's commands run under the harness CLI")
-    return ctx
 
 
 # -- harness worker ----------------------------------------------------------------------------
@@ -71,10 +64,11 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
     import socket
 
     from harness_core.log import redact_url
+    from harness_core.runtime import Runtime
 
     from . import _engine, _tables, _turn
 
-    runtime = runtime_of(ctx)
+    runtime = Runtime.of(ctx)
     policy = runtime.approval_policy(args.approval, interactive=False)
     if policy == "ask":
         raise CommandError(
@@ -107,7 +101,9 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")
-    host = _turn.WorkerHost(runtime, policy, named, args.concurrency, checks=args.checks)
+    host = _turn.WorkerHost(
+        runtime, policy, named, args.concurrency, checks=args.checks, alive=workers.alive
+    )
     _turn.serve(host)
     _engine.launch(named, schema, worker_id, args.concurrency, name)
     print(
@@ -117,8 +113,10 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
         file=ctx.stdout,
         flush=True,
     )
-    _watch(workers, host, lapse, ctx)
-    return _stop(host, workers, ctx)
+    lost = _watch(workers, host, lapse, ctx)
+    if lost is not None:
+        return _lost(workers, host, lost)
+    return _stop(host, workers, schema, ctx)
 
 
 def _checks(asked: bool, policy: str) -> str:
@@ -143,9 +141,10 @@ def _lapse(text: str | None) -> float:
     return value
 
 
-def _watch(workers: Any, host: Any, lapse: float, ctx: CommandContext) -> None:
+def _watch(workers: Any, host: Any, lapse: float, ctx: CommandContext) -> Exception | None:
     """Beat, hand back the turns of peers that are gone, and end what this worker was handed
-    but cannot run, until SIGTERM or Ctrl-C."""
+    but cannot run, until SIGTERM or Ctrl-C (None) or until the database connection is lost
+    (the error)."""
     import signal
     import threading
 
@@ -157,9 +156,10 @@ def _watch(workers: Any, host: Any, lapse: float, ctx: CommandContext) -> None:
             workers.beat()
             gone = workers.gone(lapse)
         except Exception as exc:  # psycopg's: the connection was ended, or the server left
-            _lost(workers.id, exc)
+            return exc
         _recover(gone, ctx)
         _cancel_stranded(host, workers.id, ctx)
+    return None
 
 
 def _recover(gone: list[str], ctx: CommandContext) -> None:
@@ -194,43 +194,92 @@ def _cancel_stranded(host: Any, worker_id: str, ctx: CommandContext) -> None:
         )
 
 
-def _lost(worker_id: str, exc: Exception) -> NoReturn:
+def _lost(workers: Any, host: Any, exc: Exception) -> int:
     """This worker lost its database connection: a peer took it for dead (its heartbeat
     lapsed) and ended its connections, or the server went away. Its turns are, or will be,
-    a peer's to recover: going on here could only race them, so it leaves at once."""
-    import os
-    import sys
-
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    print(
-        f"harness: error: worker {worker_id} lost its database connection ({reason}); "
-        "its turns go to the live workers: start it again to take turns",
-        file=sys.stderr,
-        flush=True,
-    )
-    os._exit(1)
-
-
-def _stop(host: Any, workers: Any, ctx: CommandContext) -> int:
-    """Take no more turns, give running ones GRACE_SECONDS to end, and leave in order: DBOS
-    shut down, this worker's row marked ended and its connection closed. A turn still
-    running then is recovered by a peer like a dead worker's, once this process is gone."""
-    import os
+    a peer's to recover: going on here could only race them, so it leaves at once, with no
+    grace: its running turns are abandoned (stopped where they are, their commands killed,
+    nothing more written, their workflows left PENDING), DBOS stops taking turns, and the
+    process exits 1 once the turns' threads have ended: at once when a peer ended the
+    connections; while the server is away, after DBOS's own calls, which wait for it."""
     import sys
 
     from dbos import DBOS
 
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    print(
+        f"harness: error: worker {workers.id} lost its database connection ({reason}); "
+        "its turns go to the live workers: start it again to take turns",
+        file=sys.stderr,
+        flush=True,
+    )
+    host.stop()  # first: a turn that fails as DBOS goes is handed on, not ended as an error
+    host.abandon()
+    DBOS.destroy()  # no turn is taken from here on
+    host.wait()
+    workers.conn.close()
+    return 1
+
+
+def _stop(host: Any, workers: Any, schema: str, ctx: CommandContext) -> int:
+    """Take no more turns, give running ones GRACE_SECONDS to end, abandon the rest, and
+    leave in order: DBOS shut down, every turn's thread ended, the connection closed.
+
+    A turn still running after the grace is abandoned, not cancelled: a cancelled turn ends
+    in the log (`turn/end` cancelled), and the peer that recovers its workflow would find it
+    over and run nothing, so the rest of the turn would be lost. Abandoned, it stays open,
+    its command killed and its workflow PENDING, and the peer goes on with it as with a dead
+    worker's. That is also why this worker's row is marked ended only when DBOS holds no
+    pending turn for it: a peer takes the turns of a worker whose row is not ended as soon
+    as its lock goes, with its connection, here."""
+    from contextlib import suppress
+
+    from dbos import DBOS
+
+    from . import _engine
+
     print("stopping: no new turns; waiting for running ones", file=ctx.stdout, flush=True)
-    DBOS.destroy(workflow_completion_timeout_sec=GRACE_SECONDS)
-    if host.running():
-        # Its thread cannot be stopped from outside and the interpreter would wait for it
-        # at exit; the turn is a peer's to go on with, so the process leaves without it.
-        ctx.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    workers.leave()
+    host.stop()
+    with _beating(workers, host):  # a peer must not take this worker for dead meanwhile
+        DBOS.destroy(workflow_completion_timeout_sec=GRACE_SECONDS)
+        left = host.abandon()
+        host.wait()
+    if left:
+        print(
+            f"stopped with {left} turn(s) still running after {GRACE_SECONDS}s: they go to "
+            "the live workers",
+            file=ctx.stdout,
+            flush=True,
+        )
+    with suppress(Exception):  # psycopg's: the database is away, so the row stays as it is
+        if not _engine.pending(workers.conn, schema, workers.id):
+            workers.leave()
     workers.conn.close()
     return 0
+
+
+@contextmanager
+def _beating(workers: Any, host: Any) -> Iterator[None]:
+    """Keep beating in a thread while the main thread waits: a worker that stops beating
+    is taken for dead once its heartbeat lapses, and a peer would go on with a turn still
+    running here. A beat that fails means that has happened: the turns are abandoned."""
+    import threading
+
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(BEAT_SECONDS):
+            if not workers.alive():
+                host.abandon()
+                return
+
+    thread = threading.Thread(target=beat, name="harness-worker-beat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 WORKER: Final = Command(
@@ -259,11 +308,11 @@ def _configure_submit(parser: ArgumentParser) -> None:
 
 
 def _submit(args: Namespace, ctx: CommandContext) -> int:
-    from harness_core.runtime import utf8_text
+    from harness_core.runtime import Runtime, utf8_text
 
     from . import _engine, _follow, _tables
 
-    runtime = runtime_of(ctx)
+    runtime = Runtime.of(ctx)
     prompt = utf8_text(args.prompt, "the prompt", "convert it to UTF-8 first")
     if not prompt.strip():
         raise CommandError("the prompt is empty: pass the text of the turn")
@@ -334,9 +383,11 @@ def _configure_batch(parser: ArgumentParser) -> None:
 
 
 def _batch(args: Namespace, ctx: CommandContext) -> int:
+    from harness_core.runtime import Runtime
+
     from . import _batch
 
-    runtime = runtime_of(ctx)
+    runtime = Runtime.of(ctx)
     if args.target == "status":
         if not args.batch:
             raise CommandError("name the batch: harness batch status ID [--json] [--html FILE]")

@@ -33,6 +33,7 @@ __all__ = [
     "enqueue",
     "launch",
     "outcome",
+    "pending",
     "postgres_url",
     "queue_schema",
     "quiet_dbos",
@@ -201,6 +202,19 @@ def outcome(conn: Connection, schema: str, workflow_id: str) -> tuple[str, Any, 
         return "UNKNOWN", None, None
     status, output, error = row
     return str(status), json.loads(output) if output else None, error
+
+
+def pending(conn: Connection, schema: str, worker_id: str) -> int:
+    """How many of the queue's workflows DBOS holds PENDING for the executor `worker_id`,
+    from its documented system table (read after DBOS was shut down in this process)."""
+    from psycopg import sql
+
+    query = sql.SQL(
+        "SELECT count(*) FROM {}.workflow_status "
+        "WHERE executor_id = %s AND queue_name = %s AND status = 'PENDING'"
+    ).format(sql.Identifier(schema))
+    row = conn.execute(query, (worker_id, QUEUE)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def launch(url: str, schema: str, worker_id: str, concurrency: int, app_name: str) -> None:

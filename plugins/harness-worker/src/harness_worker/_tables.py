@@ -131,6 +131,15 @@ class Workers:
     def leave(self) -> None:
         self.conn.execute("UPDATE harness_workers SET ended = now() WHERE id = %s", (self.id,))
 
+    def alive(self) -> bool:
+        """Whether this worker still holds its place: a beat on its connection answers (a
+        peer that took it for dead ended that connection)."""
+        try:
+            self.beat()
+        except Exception:  # psycopg's: the connection was ended, or the server left
+            return False
+        return True
+
     def gone(self, lapse: float) -> list[str]:
         """Peers whose turns are for the taking: each whose process is gone (its lock is
         free) or whose heartbeat is older than `lapse` seconds. Each is marked ended here,

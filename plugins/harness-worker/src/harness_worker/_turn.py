@@ -12,6 +12,11 @@ first claimed, and the log says what became of that turn:
   a second time behind the log's back;
 - ended: nothing runs again.
 
+When the worker leaves (SIGTERM past its grace, or its database connection lost) it abandons
+the turns still running (`SessionRuntime.abandon`): each stops where it is and stays open in
+the log, and the workflow leaves by raising `Left`, so DBOS records no outcome and it stays
+PENDING for a peer to go on with, exactly as if the worker had died.
+
 Then a batch task's check runs, and its row gets the turn's figures. Whoever can write the
 queue chooses a check, so a check is a command like any other: it runs only on a worker
 started with `--checks` and never under `--approval deny` (else it is recorded "skipped" and
@@ -25,7 +30,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -35,6 +40,7 @@ import anyio
 from dbos import DBOS
 from harness_core import secret
 from harness_core.log import SessionLocked
+from harness_core.loop import TurnAbandoned
 from harness_core.runtime import SetupError
 from harness_core.tools import sandbox
 
@@ -47,7 +53,7 @@ if TYPE_CHECKING:
     from harness_core.loop import Policy
     from harness_core.runtime import Runtime, SessionRuntime
 
-__all__ = ["Summary", "WorkerHost", "harness_turn", "serve"]
+__all__ = ["Left", "Summary", "WorkerHost", "harness_turn", "serve"]
 
 logger = logging.getLogger("harness.worker")
 
@@ -56,6 +62,8 @@ logger = logging.getLogger("harness.worker")
 LOCK_WAIT: Final = 30.0
 CHECK_TIMEOUT: Final = 600.0
 CANCEL_POLL_SECONDS: Final = 0.5
+# How soon a running turn notices that its worker leaves: a flag in memory, so it costs nothing.
+LEAVE_POLL_SECONDS: Final = 0.1
 # DBOS hands a taken workflow to a thread within milliseconds; one not in `harness_turn` after
 # this long never will be.
 STRANDED_SECONDS: Final = 10.0
@@ -67,6 +75,16 @@ def serve(host: WorkerHost) -> None:
     """Run this process's turns on `host` (before DBOS launches: recovery starts then)."""
     global _host
     _host = host
+
+
+class Left(BaseException):
+    """The worker left while this turn ran: the turn stays open in the log and its workflow
+    PENDING, for a peer to go on with.
+
+    A BaseException on purpose: DBOS records a workflow's outcome when it returns or raises an
+    Exception, and only then; anything else leaves the workflow as a dead process leaves it.
+    Recording an outcome here (an error, or a turn closed `cancelled`) would tell the peer
+    that recovers the workflow that the turn is over, and the rest of it would be lost."""
 
 
 @DBOS.step(name="harness_claim_turn")
@@ -86,7 +104,7 @@ def harness_turn(*args: Any, **kwargs: Any) -> dict[str, Any]:
         _host.reject(args)
         return Summary("error", f"not a job: {job}", 0, (0, 0, 0), 0.0, False, None).as_dict()
     with _host.started(workflow):
-        return _host.run(job).as_dict()
+        return _host.run(job).as_dict()  # or Left, which DBOS does not record
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +142,7 @@ class WorkerHost:
         concurrency: int = 1,
         *,
         checks: bool = False,
+        alive: Callable[[], bool] = lambda: True,
     ) -> None:
         self.runtime = runtime
         self.policy = policy
@@ -136,6 +155,9 @@ class WorkerHost:
         self._active: set[str | None] = set()  # the workflows in `harness_turn` now
         self._stranded: dict[str, float] = {}  # first seen taken and not started: when
         self._lock = threading.Lock()
+        self._alive = alive  # whether this worker still holds its place (its heartbeat)
+        self._stopping = threading.Event()  # SIGTERM: DBOS is being shut down
+        self._leaving = threading.Event()  # running turns are abandoned
 
     @contextmanager
     def started(self, workflow: str | None) -> Iterator[None]:
@@ -151,6 +173,31 @@ class WorkerHost:
         """Whether a turn is in `harness_turn` now."""
         with self._lock:
             return bool(self._active)
+
+    def stop(self) -> None:
+        """DBOS is about to be shut down beneath the running turns: a turn that fails from
+        now on is handed on, never recorded as an error that may be the shutdown's."""
+        self._stopping.set()
+
+    def abandon(self) -> int:
+        """Abandon every running turn: each stops within LEAVE_POLL_SECONDS, its command
+        killed, nothing more written, its workflow left PENDING (`Left`); so does any turn
+        DBOS hands over from now on. How many were running."""
+        with self._lock:
+            count = len(self._active)
+        self._leaving.set()
+        return count
+
+    def wait(self) -> None:
+        """Until no turn is in `harness_turn` (after `abandon`: at once)."""
+        while self.running():
+            time.sleep(LEAVE_POLL_SECONDS / 2)
+
+    def _handing_on(self) -> bool:
+        """Whether a turn that failed now is a peer's to go on with rather than this
+        worker's to end: the worker is stopping or leaving, or was taken for dead (a peer
+        ended its connections, which is how the turn failed)."""
+        return self._stopping.is_set() or self._leaving.is_set() or not self._alive()
 
     def stranded(self, worker_id: str) -> list[tuple[str, str]]:
         """(id, name) of each workflow DBOS took for this worker from the queue that never
@@ -185,6 +232,8 @@ class WorkerHost:
 
     def run(self, job: Job) -> Summary:
         with self._slots:
+            if self._leaving.is_set():  # taken, or let in, as the worker leaves: not started
+                raise Left
             return self._run(job)
 
     def _run(self, job: Job) -> Summary:
@@ -195,6 +244,8 @@ class WorkerHost:
             summary = self._summary(job, turn, events)
             summary = replace(summary, check=anyio.run(self._check, job))
         except Exception as exc:  # the turn could not run: say why on its row and result
+            if self._handing_on():
+                raise Left from exc
             logger.warning("turn of session %s failed: %s", job.session, exc)
             summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
         self._record(
@@ -231,12 +282,18 @@ class WorkerHost:
             async with anyio.create_task_group() as group:
                 if workflow is not None:
                     group.start_soon(_cancel_when_asked, session, workflow)
-                if start is None or start.turn is None or start.turn < turn:
-                    await session.run(job.prompt, job.model)
-                elif _is_open(session.log, start):
-                    await session.go_on(job.model)
-                    seen = []  # part of the turn is another process's: read it back
+                group.start_soon(self._when_leaving, session.abandon)
+                try:
+                    if start is None or start.turn is None or start.turn < turn:
+                        await session.run(job.prompt, job.model)
+                    elif _is_open(session.log, start):
+                        await session.go_on(job.model)
+                        seen = []  # part of the turn is another process's: read it back
+                except TurnAbandoned:
+                    pass  # the worker leaves: below
                 group.cancel_scope.cancel()
+            if self._leaving.is_set():
+                raise Left
             return turn, seen or None
         finally:
             await session.aclose()
@@ -252,6 +309,8 @@ class WorkerHost:
                     job.session, runtime.model, approval=approval, tools=tools, go_on=True
                 )
             except SessionLocked:
+                if self._leaving.is_set():
+                    raise Left from None
                 if time.monotonic() > deadline:
                     raise
                 await anyio.sleep(0.2)
@@ -289,15 +348,24 @@ class WorkerHost:
         if not self.checks:
             return "skipped"
         try:
-            code = await _sandboxed(job.check, job.cwd or os.getcwd())
+            code = await _sandboxed(job.check, job.cwd or os.getcwd(), self._when_leaving)
         except (OSError, sandbox.SandboxCrashed) as exc:
             logger.warning("the check of session %s did not run: %s", job.session, exc)
             return "failed"
+        if self._leaving.is_set():  # killed as the worker leaves: the peer runs it again
+            raise Left
         if code is None:
             logger.warning(
                 "the check of session %s timed out after %gs", job.session, CHECK_TIMEOUT
             )
         return "passed" if code == 0 else "failed"
+
+    async def _when_leaving(self, stop: Callable[[], object]) -> None:
+        """Call `stop` once the worker leaves. Polled: the main thread sets the flag, and it
+        holds no handle on each turn's event loop to wake it."""
+        while not self._leaving.is_set():  # noqa: ASYNC110
+            await anyio.sleep(LEAVE_POLL_SECONDS)
+        stop()
 
 
 async def _cancel_when_asked(session: SessionRuntime, workflow: str) -> None:
@@ -305,7 +373,10 @@ async def _cancel_when_asked(session: SessionRuntime, workflow: str) -> None:
     DBOS, from another machine): the turn ends `cancelled` as Ctrl-C would end it."""
     while True:
         await anyio.sleep(CANCEL_POLL_SECONDS)
-        status = await anyio.to_thread.run_sync(DBOS.get_workflow_status, workflow)
+        try:
+            status = await anyio.to_thread.run_sync(DBOS.get_workflow_status, workflow)
+        except Exception:  # DBOS is away this poll (shut down as the worker stops): not asked
+            continue
         if status is not None and status.status == "CANCELLED":
             session.cancel()
             return
@@ -324,9 +395,12 @@ class _CheckOwner:
     """What a check's sandbox belongs to: its own, ended when the check is over."""
 
 
-async def _sandboxed(command: str, cwd: str) -> int | None:
+async def _sandboxed(
+    command: str, cwd: str, until: Callable[[Callable[[], object]], Coroutine[Any, Any, None]]
+) -> int | None:
     """`bash -c command`'s exit status, run as the bash tool runs a call (the installed
-    sandbox, the tool environment), or None when it ran out of time (then it is killed)."""
+    sandbox, the tool environment), or None when it ran out of time (then it is killed);
+    `until(kill)` kills it sooner (the worker leaving)."""
     owner = _CheckOwner()
     started = await sandbox.current().start(
         ["bash", "-c", command],
@@ -338,8 +412,10 @@ async def _sandboxed(command: str, cwd: str) -> int | None:
         with anyio.move_on_after(CHECK_TIMEOUT):
             async with anyio.create_task_group() as group:
                 group.start_soon(_drain, started)
+                group.start_soon(until, started.kill)
                 code = await started.wait()
                 started.kill()  # what it left behind, so the output ends
+                group.cancel_scope.cancel()  # `until`, and what is left to drain
             return code
         return None
     finally:
