@@ -232,7 +232,9 @@ class WorkerHost:
             return job.cwd if job.cwd is not None and os.path.isdir(job.cwd) else None
         try:
             _workspace.remove(job)
-        except (OSError, SetupError) as exc:  # it stays where it is, and the row says so
+        except SetupError as exc:  # not a copy's place: nothing was made there
+            logger.warning("the workspace copy %s was not removed: %s", job.cwd, exc)
+        except OSError as exc:  # it stays where it is, and the row says so
             logger.warning("the workspace copy %s was not removed: %s", job.cwd, exc)
             return job.cwd
         return None
