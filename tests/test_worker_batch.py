@@ -14,7 +14,15 @@ import psycopg
 import pytest
 from harness_core.loop import DEFAULT_SYSTEM_PROMPT
 from test_cli_support import bash_call, run_cli, write_script
-from test_worker_cli import Worker, events, tables_in, url, workers
+from test_worker_cli import (
+    Worker,
+    enqueue_raw,
+    events,
+    tables_in,
+    url,
+    workers,
+    workflow_status,
+)
 
 __all__ = ["url", "workers"]  # the fixtures, used by name
 
@@ -297,3 +305,49 @@ def test_retry_reruns_only_what_did_not_complete(
     assert unknown.returncode == 1 and unknown.stdout == ""
     [line] = unknown.stderr.strip().splitlines()
     assert line.startswith("harness: error: no batch 20260101-000000-abcdef in ")
+
+
+def test_a_queued_workspace_job_never_removes_what_the_worker_did_not_make(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Whoever writes the queue chooses a job's paths. A job whose copy is a user's
+    directory, or sits under a `harness-workspaces-UID` that is a link to one or that others
+    can write, ends as an error, and every file there stays."""
+    worker = Worker(url, "careful", tmp_path)
+    workers.append(worker)
+    model = write_script(tmp_path / "t.json", [{"text": "ok"}])
+    session = run_cli("submit", "--store", url, "--model", model, "--wait", "hi", cwd=tmp_path)
+    assert session.returncode == 0, session.stderr
+    session_id = session.stdout.split()[0]
+    template = tmp_path / "template"
+    template.mkdir()
+    victim = tmp_path / "victim"
+    (victim / "b" / "3-abcdef").mkdir(parents=True)
+    canaries = [victim / "keep.txt", victim / "b" / "3-abcdef" / "keep.txt"]
+    for canary in canaries:
+        canary.write_text("mine\n")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / f"harness-workspaces-{os.getuid()}").symlink_to(victim)
+    shared = tmp_path / "shared" / f"harness-workspaces-{os.getuid()}"
+    (shared / "b" / "3-abcdef").mkdir(parents=True)
+    (shared / "b" / "3-abcdef" / "keep.txt").write_text("mine\n")
+    shared.chmod(0o777)
+    copies = {
+        "user": victim,
+        "link": linked / f"harness-workspaces-{os.getuid()}" / "b" / "3-abcdef",
+        "shared": shared / "b" / "3-abcdef",
+    }
+    for name, copy in copies.items():
+        job = {"session": session_id, "prompt": "p", "batch": "b", "position": 3}
+        job |= {"workspace": str(template), "cwd": str(copy)}
+        enqueue_raw(url, "harness_turn", json.dumps(job), f"{session_id}/{name}")
+    for name in copies:
+        deadline = time.monotonic() + 120
+        while (state := workflow_status(url, f"{session_id}/{name}"))[0] != "SUCCESS":
+            assert time.monotonic() < deadline, state
+            time.sleep(0.5)
+        assert json.loads(state[1] or "{}")["status"] == "error"
+    for canary in [*canaries, shared / "b" / "3-abcdef" / "keep.txt"]:
+        assert canary.read_text() == "mine\n"
+    assert "Traceback" not in worker.text()
