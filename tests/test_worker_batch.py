@@ -351,3 +351,25 @@ def test_a_queued_workspace_job_never_removes_what_the_worker_did_not_make(
     for canary in [*canaries, shared / "b" / "3-abcdef" / "keep.txt"]:
         assert canary.read_text() == "mine\n"
     assert "Traceback" not in worker.text()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["retry"], "name the batch: harness batch retry ID [--wait]"),
+        (["retry", "B", "--keep"], "--keep goes with a file: harness batch FILE.jsonl --keep"),
+        (["status", "B", "--keep"], "--keep goes with a file: harness batch FILE.jsonl --keep"),
+        (["retry", "B", "--json"], "--json goes with status: harness batch status ID --json"),
+        (
+            ["retry", "B", "--html", "r.html"],
+            "--html goes with status: harness batch status ID --html FILE",
+        ),
+    ],
+    ids=["no-id", "retry-keep", "status-keep", "retry-json", "retry-html"],
+)
+def test_retry_and_keep_go_where_they_mean_something(
+    tmp_path: Path, args: list[str], error: str
+) -> None:
+    refused = run_cli("batch", *args, "--store", f"file://{tmp_path}")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.strip() == f"harness: error: {error}"
