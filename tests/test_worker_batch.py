@@ -311,44 +311,48 @@ def test_a_queued_workspace_job_never_removes_what_the_worker_did_not_make(
     url: str, workers: list[Worker], tmp_path: Path
 ) -> None:
     """Whoever writes the queue chooses a job's paths. A job whose copy is a user's
-    directory, or sits under a `harness-workspaces-UID` that is a link to one or that others
-    can write, ends as an error, and every file there stays."""
+    directory, or sits under a `harness-workspaces-UID` that others can write or that is a
+    link to a user's directory, ends as an error naming why, and every file there stays."""
     worker = Worker(url, "careful", tmp_path)
     workers.append(worker)
     model = write_script(tmp_path / "t.json", [{"text": "ok"}])
-    session = run_cli("submit", "--store", url, "--model", model, "--wait", "hi", cwd=tmp_path)
-    assert session.returncode == 0, session.stderr
-    session_id = session.stdout.split()[0]
     template = tmp_path / "template"
     template.mkdir()
     victim = tmp_path / "victim"
     (victim / "b" / "3-abcdef").mkdir(parents=True)
     canaries = [victim / "keep.txt", victim / "b" / "3-abcdef" / "keep.txt"]
+    shared = tmp_path / "shared" / f"harness-workspaces-{os.getuid()}"
+    (shared / "b" / "3-abcdef").mkdir(parents=True)
+    canaries.append(shared / "b" / "3-abcdef" / "keep.txt")
     for canary in canaries:
         canary.write_text("mine\n")
+    shared.chmod(0o777)
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / f"harness-workspaces-{os.getuid()}").symlink_to(victim)
-    shared = tmp_path / "shared" / f"harness-workspaces-{os.getuid()}"
-    (shared / "b" / "3-abcdef").mkdir(parents=True)
-    (shared / "b" / "3-abcdef" / "keep.txt").write_text("mine\n")
-    shared.chmod(0o777)
-    copies = {
-        "user": victim,
-        "link": linked / f"harness-workspaces-{os.getuid()}" / "b" / "3-abcdef",
-        "shared": shared / "b" / "3-abcdef",
+    cases = {  # the copy the job names, and why the worker refuses it
+        "user": (victim, "is not a place for a batch's workspace copy"),
+        "shared": (shared / "b" / "3-abcdef", "is not a directory of this user's that only"),
+        "link": (
+            linked / f"harness-workspaces-{os.getuid()}" / "b" / "3-abcdef",
+            "the session's directory is not its copy",  # its session runs where the link leads
+        ),
     }
-    for name, copy in copies.items():
-        job = {"session": session_id, "prompt": "p", "batch": "b", "position": 3}
+    for name, (copy, _) in cases.items():
+        # A session whose directory is the copy, as `harness batch` would have made it.
+        made = run_cli("submit", "--store", url, "--model", model, "--wait", "hi", cwd=copy)
+        assert made.returncode == 0, made.stderr
+        session = made.stdout.split()[0]
+        job = {"session": session, "prompt": "p", "batch": "b", "position": 3}
         job |= {"workspace": str(template), "cwd": str(copy)}
-        enqueue_raw(url, "harness_turn", json.dumps(job), f"{session_id}/{name}")
-    for name in copies:
+        enqueue_raw(url, "harness_turn", json.dumps(job), f"{session}/{name}")
         deadline = time.monotonic() + 120
-        while (state := workflow_status(url, f"{session_id}/{name}"))[0] != "SUCCESS":
+        while (state := workflow_status(url, f"{session}/{name}"))[0] != "SUCCESS":
             assert time.monotonic() < deadline, state
             time.sleep(0.5)
-        assert json.loads(state[1] or "{}")["status"] == "error"
-    for canary in [*canaries, shared / "b" / "3-abcdef" / "keep.txt"]:
+        result = json.loads(state[1] or "{}")
+        assert result["status"] == "error" and cases[name][1] in result["error"], result
+    for canary in canaries:
         assert canary.read_text() == "mine\n"
     assert "Traceback" not in worker.text()
 

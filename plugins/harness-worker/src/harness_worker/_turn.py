@@ -139,6 +139,7 @@ class WorkerHost:
         self._slots = threading.BoundedSemaphore(concurrency)
         self._active: set[str | None] = set()  # the workflows in `harness_turn` now
         self._stranded: dict[str, float] = {}  # first seen taken and not started: when
+        self._copies: set[str] = set()  # the workspace copies turns of this process work in
         self._lock = threading.Lock()
 
     @contextmanager
@@ -226,10 +227,12 @@ class WorkerHost:
     def _clean(self, job: Job) -> str | None:
         """Remove the sample's workspace copy after its check, unless the batch keeps it:
         where the copy is now (None: gone, or the sample had none)."""
-        if job.workspace is None:
-            return None
+        with self._lock:  # only a copy this run made or went on in: never another turn's
+            if job.workspace is None or job.cwd not in self._copies:
+                return None
+            self._copies.discard(job.cwd)
         if job.keep:
-            return job.cwd if job.cwd is not None and os.path.isdir(job.cwd) else None
+            return job.cwd
         try:
             _workspace.remove(job)
         except SetupError as exc:  # not a copy's place: nothing was made there
@@ -254,9 +257,11 @@ class WorkerHost:
             start = session.log.latest("turn/start")
             fresh = start is None or start.turn is None or start.turn < turn
             if job.workspace is not None:  # its own copy, made here, before the turn
-                if session.agent.cwd != job.cwd:
+                if job.cwd is None or session.agent.cwd != job.cwd:
                     raise SetupError(f"the session's directory is not its copy {job.cwd}")
                 await anyio.to_thread.run_sync(partial(_workspace.make, job, fresh=fresh))
+                with self._lock:
+                    self._copies.add(job.cwd)
                 self._record(job, workspace_copy=job.cwd)
             async with anyio.create_task_group() as group:
                 if workflow is not None:
