@@ -63,7 +63,7 @@ JSON: Final = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=12,
 )
-KEYS: Final = ("prompt", "model", "check", "cwd", "variant", "disable")
+KEYS: Final = ("prompt", "model", "check", "workspace", "cwd", "variant", "disable", "system")
 
 
 @st.composite
@@ -146,7 +146,8 @@ def rows(draw: st.DrawFn) -> Any:
     if draw(st.booleans()):
         return draw(JSON)
     job: dict[str, Any] = {"session": "s", "prompt": "p", "model": None}
-    key = draw(st.sampled_from([*job, "disable", "batch", "position", "check", "cwd", "x"]))
+    keys = ("disable", "batch", "position", "check", "cwd", "workspace", "commit", "keep", "x")
+    key = draw(st.sampled_from([*job, *keys]))
     if draw(st.booleans()):
         job.pop(key, None)
     else:
@@ -169,7 +170,8 @@ def test_every_job_harness_queues_is_a_job() -> None:
 
     batch = {"session": "s", "prompt": "p", "model": None, "disable": ["todo"], "check": "true"}
     batch |= {"cwd": "/w", "variant": "v", "batch": "b", "position": 3}
-    for job in ({"session": "s", "prompt": "p", "model": "scripted:x"}, batch):
+    copy = {**batch, "workspace": "/t", "commit": "0" * 40, "keep": True}
+    for job in ({"session": "s", "prompt": "p", "model": "scripted:x"}, batch, copy):
         assert parse((json.loads(json.dumps(job)),), {}) == Job.model_validate(job)
 
 

@@ -1,4 +1,5 @@
-"""`harness batch FILE.jsonl [--repeat N] [--wait]` and `harness batch status ID [--json]`.
+"""`harness batch FILE.jsonl [--repeat N] [--keep] [--wait]`, `harness batch status ID
+[--json] [--html FILE]` and `harness batch retry ID [--wait]`.
 
 Every line of FILE is checked (`TaskLine`, a pydantic model) before anything is written: a
 bad line is one error naming it, and nothing is made. Each line is then queued N times, each
@@ -6,7 +7,15 @@ sample a session with one queued turn and a row in `harness_tasks` (its task's i
 repeat index, which pair it with the samples of other variants: see `_stats`); the rows and
 the turns are written in one transaction (the rows first, so a fast worker always finds its
 row), and should it fail the sessions are deleted again: no task is left waiting for a turn
-that was never queued.
+that was never queued. A line's `system` is appended to the session's system prompt as its
+session is made (`session/start` records it); a line's `workspace` gives each sample a copy
+of its own, named here and made by the worker (`_workspace`).
+
+`retry` gives each sample whose turn did not complete (an error, a cancellation, a workflow
+that ended without its worker writing the row) a new session with the old one's system
+prompt, directory (or a new copy) and job, on the same row: the old session stays in the
+store, the row shows the new one. A failed check or a turn that used up its steps is a
+result, and is never retried.
 """
 
 from __future__ import annotations
@@ -21,28 +30,46 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, TextIO
 
 from harness_core.hosts import CommandError
 from harness_core.sanitize import one_line
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from . import _engine, _stats, _tables
+from . import _engine, _stats, _tables, _workspace
 
 if TYPE_CHECKING:
     from harness_core.runtime import Runtime
 
-__all__ = ["TaskLine", "status", "submit"]
+__all__ = ["TaskLine", "retry", "status", "submit"]
 
 FAILED: Final = ("error", "max_steps", "cancelled")
+# A turn that ended so did not complete and may run again; max_steps is the model's result.
+RETRIED: Final = ("error", "cancelled")
+# DBOS's states of a workflow that a worker has yet to run or end.
+LIVE: Final = ("ENQUEUED", "PENDING", "DELAYED")
 JUDGED: Final = ("passed", "failed")
 DEFAULT_VARIANT: Final = "default"
 POLL_SECONDS: Final = 0.5
 
 
 def submit(
-    runtime: Runtime, path: str, model: str | None, *, wait: bool, out: TextIO, repeat: int = 1
+    runtime: Runtime,
+    path: str,
+    model: str | None,
+    *,
+    wait: bool,
+    out: TextIO,
+    repeat: int = 1,
+    keep: bool = False,
 ) -> int:
     if repeat < 1:
         raise CommandError(f"--repeat takes a count of 1 or more, not {repeat}")
-    tasks = _read(Path(path))
+    tasks, commits = _read(Path(path))
     samples = [(task, index) for task in tasks for index in range(repeat)]
     url = _engine.database_url(runtime.store)
     for spec in {task.model or model for task in tasks} - {None}:
@@ -54,7 +81,8 @@ def submit(
         jobs: list[dict[str, Any]] = []
         try:
             for position, (task, _) in enumerate(samples):  # a refused session stops it all
-                jobs.append(_job(runtime, batch, position, task, model))
+                commit = commits.get(task.workspace) if task.workspace else None
+                jobs.append(_job(runtime, batch, position, task, model, commit=commit, keep=keep))
             rows = [
                 _row(job, task, index) for job, (task, index) in zip(jobs, samples, strict=True)
             ]
@@ -78,7 +106,7 @@ def _workflow_id(job: dict[str, Any]) -> str:
 
 def _row(
     job: dict[str, Any], task: TaskLine, repeat: int
-) -> tuple[int, str, str, str, int, str | None, bool]:
+) -> tuple[int, str, str, str, int, str | None, bool, dict[str, Any]]:
     key = task.prompt if task.task is None else task.task
     return (
         job["position"],
@@ -88,6 +116,7 @@ def _row(
         repeat,
         job["variant"],
         bool(job["check"]),
+        job,
     )
 
 
@@ -134,24 +163,59 @@ class TaskLine(BaseModel):
     )
     model: Text | None = Field(None, description="a model spec")
     check: Text | None = Field(None, description="a shell command")
+    workspace: Annotated[Text | None, AfterValidator(_directory)] = Field(
+        None, description="a directory, copied afresh for every sample"
+    )
     cwd: Annotated[Text | None, AfterValidator(_directory)] = Field(None, description="a directory")
     variant: Text | None = Field(None, description="a variant's name")
     disable: list[Text] = Field(default_factory=list, description="a list of plugin names")
+    system: Annotated[Text, AfterValidator(_not_blank)] | None = Field(
+        None, description="text appended to the system prompt"
+    )
+
+    @model_validator(mode="after")
+    def _one_directory(self) -> TaskLine:
+        if self.workspace is not None and self.cwd is not None:
+            raise PydanticCustomError(
+                "both",
+                '"workspace" and "cwd" do not go together: a workspace is copied for every '
+                "sample, a cwd is used in place; give one",
+            )
+        return self
 
 
-def _read(path: Path) -> list[TaskLine]:
-    """The tasks of FILE, every line checked; the first bad one is a CommandError naming it."""
+def _read(path: Path) -> tuple[list[TaskLine], dict[str, str | None]]:
+    """The tasks of FILE, every line checked (the first bad one is a CommandError naming
+    it), and the commit each git workspace's HEAD names now, which all its samples copy."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandError(f"cannot read the tasks in {path}: {exc}") from None
-    tasks = []
+    tasks: list[TaskLine] = []
+    commits: dict[str, str | None] = {}
     for number, line in enumerate(text.split("\n"), 1):
         if line.strip():
-            tasks.append(_task(line, f"{path} line {number}"))
+            where = f"{path} line {number}"
+            tasks.append(task := _task(line, where))
+            if task.workspace is not None and task.workspace not in commits:
+                commits[task.workspace] = _template(task.workspace, where)
     if not tasks:
         raise CommandError(f"{path} holds no tasks: one JSON object per line, with a prompt")
-    return tasks
+    return tasks, commits
+
+
+def _template(workspace: str, where: str) -> str | None:
+    """A workspace's commit (None: a plain directory), once it is sure to be copyable."""
+    copies = _workspace.root()
+    if copies.is_relative_to(workspace):  # its copies would land inside what is copied
+        raise CommandError(
+            f'{where}: "workspace": {workspace} holds {copies}, where its copies are made: '
+            "queue the batch with TMPDIR outside it"
+        )
+    try:
+        return _workspace.commit_of(workspace)
+    except ValueError as exc:
+        raise CommandError(f'{where}: "workspace": {exc}') from None
 
 
 def _task(line: str, where: str) -> TaskLine:
@@ -177,27 +241,49 @@ def _problem(error: ErrorDetails) -> str:
         return f'a task needs a "{key}"'
     field = TaskLine.model_fields.get(key)
     wanted = f" ({field.description})" if field is not None and field.description else ""
+    if not loc:  # a rule of the whole line: its message says which keys
+        return str(error["msg"])
     item = "".join(f"[{part}]" for part in loc[1:])
     return f'"{key}"{item}: {error["msg"]}{wanted}'
 
 
 def _job(
-    runtime: Runtime, batch: str, index: int, task: TaskLine, model: str | None
+    runtime: Runtime,
+    batch: str,
+    index: int,
+    task: TaskLine,
+    model: str | None,
+    *,
+    commit: str | None,
+    keep: bool,
 ) -> dict[str, Any]:
-    # No cwd: the session names none, and its turn runs where the worker runs.
-    log = runtime.store.create(system_prompt=runtime.system_prompt(), cwd=task.cwd)
+    # No cwd and no workspace: the session names none, and its turn runs where the worker
+    # runs. A workspace: the session's directory is the sample's copy, made by its worker.
+    cwd = task.cwd if task.workspace is None else _workspace.copy_path(batch, index)
+    log = runtime.store.create(system_prompt=_system_prompt(runtime, task.system), cwd=cwd)
     log.close()
-    return {
+    job: dict[str, Any] = {
         "session": log.session_id,
         "prompt": task.prompt,
         "model": task.model or model,
         "disable": list(task.disable),
         "check": task.check,
-        "cwd": task.cwd,
+        "cwd": cwd,
         "variant": task.variant,
         "batch": batch,
         "position": index,
     }
+    if task.workspace is not None:
+        job.update(workspace=task.workspace, commit=commit, keep=keep)
+    return job
+
+
+def _system_prompt(runtime: Runtime, system: str | None) -> str | None:
+    """The configured system prompt, with the line's `system` after it."""
+    base = runtime.system_prompt()
+    if system is None:
+        return base
+    return f"{base}\n\n{system}" if base else system
 
 
 # -- progress --------------------------------------------------------------------------------
@@ -280,7 +366,115 @@ def status(
         print(file=out)
     else:
         _text(report, out)
+        _kept(tasks, out)
     return 0
+
+
+def _kept(tasks: list[_tables.Task], out: TextIO) -> None:
+    """Where each ended sample's workspace copy still is (a batch queued with --keep)."""
+    kept = [t for t in tasks if t.workspace_copy and t.state not in ("queued", "running")]
+    if not kept:
+        return
+    print(f"{len(kept)} workspace copies kept, each where its session ran:", file=out)
+    for task in kept:
+        print(f"  {task.session}  {one_line(task.workspace_copy or '', 400)}", file=out)
+
+
+# -- retry -----------------------------------------------------------------------------------
+
+
+def retry(runtime: Runtime, batch: str, *, wait: bool, out: TextIO) -> int:
+    """Queue again, each as a new session on its row, the samples whose turn did not
+    complete; how many is the first line."""
+    url = _engine.database_url(runtime.store)
+    made: list[str] = []
+    with _engine.translated(url, "cannot queue the batch again"), _tables.connect(url) as conn:
+        if not _tables.made(conn):
+            raise CommandError(f"no batch {batch} in {runtime.store.url}")
+        schema = _engine.queue_schema(conn, url)
+        try:
+            with conn.transaction():  # every sample queued again, or none
+                rows = _tables.tasks(conn, batch, lock=True)
+                if not rows:
+                    raise CommandError(f"no batch {batch} in {runtime.store.url}")
+                again = [row for row in rows if _unfinished(conn, schema, row)]
+                old = [row for row in again if row.job is None]
+                for row in again:
+                    if row.job is not None:
+                        job = _again(runtime, row, row.job)
+                        made.append(job["session"])
+                        _tables.replace_sample(conn, batch, row.position, _workflow_id(job), job)
+                        _engine.enqueue(conn, schema, job, workflow_id=_workflow_id(job))
+        except BaseException:
+            for session in made:  # no session is left without its turn
+                runtime.store.delete(session)
+            raise
+        _retried(batch, [r for r in again if r.job is not None], made, len(old), out)
+        return _progress(conn, batch, out) if wait else 0
+
+
+def _unfinished(conn: Any, schema: str, row: _tables.Task) -> bool:
+    """Whether the sample's turn did not complete and no worker will run it any more."""
+    if row.state in RETRIED:
+        return True
+    if row.state not in ("queued", "running"):
+        return False  # completed, or a result such as max_steps
+    if row.workflow is None:
+        return False
+    state, _, _ = _engine.outcome(conn, schema, row.workflow)
+    return state not in LIVE  # its workflow ended, or is gone, without its row's end
+
+
+def _again(runtime: Runtime, row: _tables.Task, queued: dict[str, Any]) -> dict[str, Any]:
+    """A new session for the sample: its old one's system prompt, its directory (or a new
+    copy of its workspace), and its job."""
+    from harness_core.log import SessionNotFound
+
+    try:
+        start = runtime.store.latest(row.session, ("session/start",))
+    except SessionNotFound:
+        start = None
+    if start is None:
+        raise CommandError(
+            f"the session {row.session} of task {one_line(row.task or '?', 80)} is gone: its "
+            "system prompt cannot be given again, so the batch is not queued again"
+        )
+    job = dict(queued)
+    if job.get("workspace"):
+        job["cwd"] = _workspace.copy_path(str(job["batch"]), int(job["position"]))
+    log = runtime.store.create(system_prompt=start.data.get("system_prompt"), cwd=job.get("cwd"))
+    log.close()
+    job["session"] = log.session_id
+    return job
+
+
+def _retried(batch: str, again: list[_tables.Task], made: list[str], old: int, out: TextIO) -> None:
+    if not again:
+        print(
+            f"batch {batch}: queued 0 samples again: every turn completed, or is queued or running",
+            file=out,
+            flush=True,
+        )
+    else:
+        print(
+            f"batch {batch}: queued {len(again)} samples again, each a new session in place "
+            "of one whose turn did not complete",
+            file=out,
+            flush=True,
+        )
+    for row, session in zip(again, made, strict=True):
+        variant = one_line(row.variant or DEFAULT_VARIANT, 40)
+        task = one_line(row.task or "?", 80)
+        print(
+            f"  {task} · {variant} · repeat {row.repeat}: {row.session} ({row.state}) -> {session}",
+            file=out,
+        )
+    if old:
+        print(
+            f"{old} samples did not complete but were queued before retries existed: queue "
+            "their lines again with harness batch",
+            file=out,
+        )
 
 
 def _counts(tasks: list[_tables.Task]) -> dict[str, int]:

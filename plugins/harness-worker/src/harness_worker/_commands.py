@@ -374,12 +374,19 @@ def _configure_batch(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, metavar="N", help="queue every line N times (default 1)"
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep each sample's workspace copy after its check (status says where)",
+    )
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     parser.add_argument(
         "--html", metavar="FILE", help="status: also write the report to FILE as one HTML page"
     )
-    parser.add_argument("target", metavar="FILE.jsonl|status", help="tasks, one JSON per line")
-    parser.add_argument("batch", nargs="?", metavar="ID", help="the batch (with status)")
+    parser.add_argument(
+        "target", metavar="FILE.jsonl|status|retry", help="tasks, one JSON per line"
+    )
+    parser.add_argument("batch", nargs="?", metavar="ID", help="the batch (status, retry)")
 
 
 def _batch(args: Namespace, ctx: CommandContext) -> int:
@@ -388,18 +395,31 @@ def _batch(args: Namespace, ctx: CommandContext) -> int:
     from . import _batch
 
     runtime = Runtime.of(ctx)
-    if args.target == "status":
+    if args.target in ("status", "retry"):
         if not args.batch:
-            raise CommandError("name the batch: harness batch status ID [--json] [--html FILE]")
-        if args.repeat != 1:
-            raise CommandError("--repeat goes with a file: harness batch FILE.jsonl --repeat N")
+            usage = "[--json] [--html FILE]" if args.target == "status" else "[--wait]"
+            raise CommandError(f"name the batch: harness batch {args.target} ID {usage}")
+        for flag, given in (("--repeat N", args.repeat != 1), ("--keep", args.keep)):
+            if given:
+                raise CommandError(f"{flag} goes with a file: harness batch FILE.jsonl {flag}")
+    if args.target == "status":
         return _batch.status(runtime, args.batch, as_json=args.json, out=ctx.stdout, html=args.html)
-    if args.batch:
-        raise CommandError(f"unexpected argument {args.batch!r}: harness batch FILE.jsonl")
     if args.html:
         raise CommandError("--html goes with status: harness batch status ID --html FILE")
+    if args.target == "retry":
+        if args.json:
+            raise CommandError("--json goes with status: harness batch status ID --json")
+        return _batch.retry(runtime, args.batch, wait=args.wait, out=ctx.stdout)
+    if args.batch:
+        raise CommandError(f"unexpected argument {args.batch!r}: harness batch FILE.jsonl")
     return _batch.submit(
-        runtime, args.target, args.model, wait=args.wait, out=ctx.stdout, repeat=args.repeat
+        runtime,
+        args.target,
+        args.model,
+        wait=args.wait,
+        out=ctx.stdout,
+        repeat=args.repeat,
+        keep=args.keep,
     )
 
 
@@ -409,10 +429,13 @@ BATCH: Final = Command(
     run=_batch,
     configure=_configure_batch,
     description="`harness batch FILE.jsonl` makes one session per line of FILE, each with one "
-    'queued turn: {"prompt": ..., "task"?, "model"?, "check"?, "cwd"?, "variant"?, "disable"?}; '
-    "--repeat N queues every line N times. It prints `batch ID` first; --wait shows progress "
-    "and exits 0 when every turn completed. `harness batch status ID [--json] [--html FILE]` "
-    "counts the tasks and compares the variants (pass rates with Wilson intervals, pass@k, "
-    "pass^k, and for each pair a paired bootstrap interval, McNemar's p and a verdict); --html "
-    "also writes that report to FILE as a self-contained HTML page.",
+    'queued turn: {"prompt": ..., "task"?, "model"?, "check"?, "workspace"?, "cwd"?, '
+    '"variant"?, "disable"?, "system"?}; --repeat N queues every line N times. A workspace is '
+    "copied afresh for every sample, on its worker, and removed after the check unless --keep. "
+    "It prints `batch ID` first; --wait shows progress and exits 0 when every turn completed. "
+    "`harness batch status ID [--json] [--html FILE]` counts the tasks and compares the "
+    "variants (pass rates with Wilson intervals, pass@k, pass^k, and for each pair a paired "
+    "bootstrap interval, McNemar's p and a verdict); --html also writes that report to FILE as "
+    "a self-contained HTML page. `harness batch retry ID [--wait]` queues again, as new "
+    "sessions, the samples whose turn did not complete (never a failed check).",
 )

@@ -20,7 +20,8 @@ Text = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]  # PostgreSQL st
 class Job(BaseModel):
     """One turn to run: the session, the prompt, the model spec (None: the worker's default),
     the plugins whose tools it goes without, and for a batch task its check, directory and
-    row (`batch`, `position`)."""
+    row (`batch`, `position`); a sample with a `workspace` (its template, and the `commit`
+    of a git one) runs in a copy the worker makes at `cwd` and removes unless `keep`."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -30,6 +31,9 @@ class Job(BaseModel):
     disable: list[Text] = Field(default_factory=list)  # a JSON list: strict takes no tuple
     check: Text | None = None
     cwd: Text | None = None
+    workspace: Text | None = None
+    commit: Text | None = None
+    keep: bool = False
     variant: Text | None = None
     batch: Text | None = None
     position: int | None = None

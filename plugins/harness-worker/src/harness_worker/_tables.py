@@ -7,7 +7,9 @@ and the lapsed heartbeat covers a machine that vanished without closing its conn
 
 `harness_tasks`: a batch's samples, each a session with one queued turn (its task's id and
 repeat index, which pair it with the other variants' samples), and what the worker that ran it
-recorded (status, check, steps, tokens, seconds, whether the plan was used).
+recorded (status, check, steps, tokens, seconds, whether the plan was used). `harness batch
+retry` gives a sample whose turn did not complete a new session on the same row; only the
+turn of the row's current session may write it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "insert_tasks",
     "made",
     "record",
+    "replace_sample",
     "tasks",
 ]
 
@@ -62,6 +65,10 @@ CREATE TABLE IF NOT EXISTS harness_tasks (
 -- Added with repeats; a row from before them has no task (it pairs with nothing) and repeat 0.
 ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS task_key text;
 ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS repeat_index integer NOT NULL DEFAULT 0;
+-- Added with workspaces and retries: the job as queued (a retry queues it again), and where
+-- the sample's workspace copy is while it exists.
+ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS job jsonb;
+ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS workspace_copy text;
 """
 # Two processes making the tables at once would race on the catalog: one waits here.
 _SCHEMA_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('harness-worker schema'))"
@@ -194,42 +201,76 @@ class Task:
     tokens: tuple[int, int, int] | None
     seconds: float | None
     plan_used: bool | None
+    workflow: str | None = None
+    job: dict[str, Any] | None = None
+    workspace_copy: str | None = None
 
 
 def insert_tasks(
     conn: psycopg.Connection[tuple[Any, ...]],
     batch: str,
-    rows: list[tuple[int, str, str, str, int, str | None, bool]],
+    rows: list[tuple[int, str, str, str, int, str | None, bool, dict[str, Any]]],
 ) -> None:
-    """(position, session, workflow id, task, repeat, variant, has a check) for each sample
-    of `batch`."""
+    """(position, session, workflow id, task, repeat, variant, has a check, job) for each
+    sample of `batch`."""
+    from psycopg.types.json import Jsonb
+
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO harness_tasks (batch, position, session_id, workflow_id, task_key, "
-            "repeat_index, variant, has_check) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            [(batch, *row) for row in rows],
+            "repeat_index, variant, has_check, job) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [(batch, *row[:-1], Jsonb(row[-1])) for row in rows],
         )
 
 
 def record(
-    conn: psycopg.Connection[tuple[Any, ...]], batch: str, position: int, **fields: Any
+    conn: psycopg.Connection[tuple[Any, ...]],
+    batch: str,
+    position: int,
+    session: str | None = None,
+    **fields: Any,
 ) -> None:
-    """Set `fields` on the row of the task at `position` of `batch`."""
+    """Set `fields` on the row of the task at `position` of `batch`, if it still belongs to
+    `session` (a retried sample's earlier turn writes nothing on its new one)."""
     if not fields:
         return
     columns = ", ".join(f"{name} = %s" for name in fields)
     conn.execute(
-        f"UPDATE harness_tasks SET {columns} WHERE batch = %s AND position = %s",
-        (*fields.values(), batch, position),
+        f"UPDATE harness_tasks SET {columns} WHERE batch = %s AND position = %s "
+        "AND (%s::text IS NULL OR session_id = %s::text)",
+        (*fields.values(), batch, position, session, session),
     )
 
 
-def tasks(conn: psycopg.Connection[tuple[Any, ...]], batch: str) -> list[Task]:
+def replace_sample(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    batch: str,
+    position: int,
+    workflow: str,
+    job: dict[str, Any],
+) -> None:
+    """The row of a retried sample: its new session, workflow and job, queued, no results."""
+    from psycopg.types.json import Jsonb
+
+    conn.execute(
+        "UPDATE harness_tasks SET session_id = %s, workflow_id = %s, job = %s, "
+        "state = 'queued', check_result = NULL, steps = NULL, tokens_input = NULL, "
+        "tokens_output = NULL, tokens_cached = NULL, seconds = NULL, plan_used = NULL, "
+        "workspace_copy = NULL WHERE batch = %s AND position = %s",
+        (job["session"], workflow, Jsonb(job), batch, position),
+    )
+
+
+def tasks(
+    conn: psycopg.Connection[tuple[Any, ...]], batch: str, *, lock: bool = False
+) -> list[Task]:
+    """The batch's rows in order; `lock`: each held until the transaction ends (a retry)."""
     rows = conn.execute(
         "SELECT position, session_id, task_key, repeat_index, variant, has_check, state, "
-        "check_result, steps, tokens_input, tokens_output, tokens_cached, seconds, plan_used "
-        "FROM harness_tasks "
-        "WHERE batch = %s ORDER BY position",
+        "check_result, steps, tokens_input, tokens_output, tokens_cached, seconds, plan_used, "
+        "workflow_id, job, workspace_copy FROM harness_tasks "
+        "WHERE batch = %s ORDER BY position" + (" FOR UPDATE" if lock else ""),
         (batch,),
     ).fetchall()
     return [
@@ -246,6 +287,9 @@ def tasks(conn: psycopg.Connection[tuple[Any, ...]], batch: str) -> list[Task]:
             tokens=None if row[9] is None else (row[9], row[10], row[11]),
             seconds=row[12],
             plan_used=row[13],
+            workflow=row[14],
+            job=row[15],
+            workspace_copy=row[16],
         )
         for row in rows
     ]

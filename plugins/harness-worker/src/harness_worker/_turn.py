@@ -17,7 +17,10 @@ the turns still running (`SessionRuntime.abandon`): each stops where it is and s
 the log, and the workflow leaves by raising `Left`, so DBOS records no outcome and it stays
 PENDING for a peer to go on with, exactly as if the worker had died.
 
-Then a batch task's check runs, and its row gets the turn's figures. Whoever can write the
+A batch sample with a workspace gets its own copy of it, made on this worker before the turn
+(`_workspace.py`; the session records the copy as its directory), and loses it after the
+check unless its batch keeps copies. Then a batch task's check runs, and its row gets the
+turn's figures. Whoever can write the
 queue chooses a check, so a check is a command like any other: it runs only on a worker
 started with `--checks` and never under `--approval deny` (else it is recorded "skipped" and
 nothing runs), in the sandbox the worker's bash runs in, in the task's directory, with the
@@ -34,6 +37,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -44,7 +48,7 @@ from harness_core.loop import TurnAbandoned
 from harness_core.runtime import SetupError
 from harness_core.tools import sandbox
 
-from . import _tables
+from . import _tables, _workspace
 from ._engine import QUEUE, WORKFLOW
 from ._job import Job, parse
 
@@ -154,6 +158,7 @@ class WorkerHost:
         self._slots = threading.BoundedSemaphore(concurrency)
         self._active: set[str | None] = set()  # the workflows in `harness_turn` now
         self._stranded: dict[str, float] = {}  # first seen taken and not started: when
+        self._copies: set[str] = set()  # the workspace copies turns of this process work in
         self._lock = threading.Lock()
         self._alive = alive  # whether this worker still holds its place (its heartbeat)
         self._stopping = threading.Event()  # SIGTERM: DBOS is being shut down
@@ -226,9 +231,11 @@ class WorkerHost:
         batch, position = raw.get("batch"), raw.get("position")
         if not (isinstance(batch, str) and "\0" not in batch and type(position) is int):
             return
+        session = raw.get("session")
+        session = session if isinstance(session, str) and "\0" not in session else None
         if -(2**31) <= position < 2**31:  # the column's range
             with _tables.connect(self.url) as conn:
-                _tables.record(conn, batch, position, state="error")
+                _tables.record(conn, batch, position, session, state="error")
 
     def run(self, job: Job) -> Summary:
         with self._slots:
@@ -248,8 +255,10 @@ class WorkerHost:
                 raise Left from exc
             logger.warning("turn of session %s failed: %s", job.session, exc)
             summary = Summary("error", str(exc), 0, (0, 0, 0), 0.0, False, None)
+        copy = self._clean(job)
         self._record(
             job,
+            workspace_copy=copy,
             state=summary.status,
             check_result=summary.check,
             steps=summary.steps,
@@ -264,7 +273,25 @@ class WorkerHost:
     def _record(self, job: Job, **fields: Any) -> None:
         if job.batch is not None and job.position is not None:  # only a batch's task has a row
             with _tables.connect(self.url) as conn:
-                _tables.record(conn, job.batch, job.position, **fields)
+                _tables.record(conn, job.batch, job.position, job.session, **fields)
+
+    def _clean(self, job: Job) -> str | None:
+        """Remove the sample's workspace copy after its check, unless the batch keeps it:
+        where the copy is now (None: gone, or the sample had none)."""
+        with self._lock:  # only a copy this run made or went on in: never another turn's
+            if job.workspace is None or job.cwd not in self._copies:
+                return None
+            self._copies.discard(job.cwd)
+        if job.keep:
+            return job.cwd
+        try:
+            _workspace.remove(job)
+        except SetupError as exc:  # not a copy's place: nothing was made there
+            logger.warning("the workspace copy %s was not removed: %s", job.cwd, exc)
+        except OSError as exc:  # it stays where it is, and the row says so
+            logger.warning("the workspace copy %s was not removed: %s", job.cwd, exc)
+            return job.cwd
+        return None
 
     async def _turn(self, job: Job, workflow: str | None) -> tuple[int, list[Event] | None]:
         """The turn's number, and its events when this process ran all of it."""
@@ -279,14 +306,22 @@ class WorkerHost:
             self.runtime.check_workspace(session.agent.cwd)
             turn = _claim(session.log.next_turn)
             start = session.log.latest("turn/start")
+            fresh = start is None or start.turn is None or start.turn < turn
+            if job.workspace is not None:  # its own copy, made here, before the turn
+                if job.cwd is None or session.agent.cwd != job.cwd:
+                    raise SetupError(f"the session's directory is not its copy {job.cwd}")
+                await anyio.to_thread.run_sync(partial(_workspace.make, job, fresh=fresh))
+                with self._lock:
+                    self._copies.add(job.cwd)
+                self._record(job, workspace_copy=job.cwd)
             async with anyio.create_task_group() as group:
                 if workflow is not None:
                     group.start_soon(_cancel_when_asked, session, workflow)
                 group.start_soon(self._when_leaving, session.abandon)
                 try:
-                    if start is None or start.turn is None or start.turn < turn:
+                    if fresh:
                         await session.run(job.prompt, job.model)
-                    elif _is_open(session.log, start):
+                    elif start is not None and _is_open(session.log, start):
                         await session.go_on(job.model)
                         seen = []  # part of the turn is another process's: read it back
                 except TurnAbandoned:
