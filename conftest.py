@@ -85,6 +85,13 @@ def pytest_runtest_makereport(
     return report
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests (marked slow) first, in their order: on a core or two the run then
+    ends on short tests that keep every process busy, not on one long test that holds up
+    the rest."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = len(terminalreporter.stats.get("skipped", []))
     if skipped:

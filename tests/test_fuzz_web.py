@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from test_cli_support import write_script
 from web_support import Served, serve
 
+pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
 EXAMPLES: Final = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "100"))
 FUZZ_SETTINGS: Final = settings(
     max_examples=EXAMPLES,

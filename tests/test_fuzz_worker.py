@@ -37,6 +37,8 @@ from test_cli_support import write_script
 from test_fuzz import HANG_SECONDS, assert_well_behaved, harness
 from test_worker_cli import Worker, enqueue_raw, schema_of, tables_in, url, workers
 
+pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
 __all__ = ["url", "workers"]  # the fixtures, shared with the worker's own tests
 
 EXAMPLES: Final = int(os.environ.get("HARNESS_FUZZ_WORKER_EXAMPLES", "30"))

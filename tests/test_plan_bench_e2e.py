@@ -27,6 +27,8 @@ from test_cli_support import bash_call, run_cli, todo_call, write_script
 from test_plan_bench import BATCH, BENCH, SOLUTIONS, TASKS
 from test_worker_cli import Worker, events, url, workers
 
+pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
 __all__ = ["url", "workers"]  # the fixtures, used by name
 
 Z: Final = NormalDist().inv_cdf(0.975)

@@ -41,6 +41,8 @@ from web_support import (
     serve,
 )
 
+pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # The probe's flags: no sandbox as root, and no background traffic on a closed network.
 FLAGS = [

@@ -24,6 +24,8 @@ from test_worker_cli import (
     workflow_status,
 )
 
+pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
 __all__ = ["url", "workers"]  # the fixtures, used by name
 
 # Each sample leaves a file of its own, named at random, and lists what it sees.

@@ -29,6 +29,8 @@ from test_cli_support import (
 )
 from test_cli_workspace import CANARIES, PRIVATE_TMP, needs_bwrap, needs_root
 
+pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
 
 @pytest.fixture
 def url() -> Iterator[str]:
