@@ -16,7 +16,7 @@ import pytest
 from harness_core.loop import Agent
 from harness_core.tools import ExecContext, ToolRegistry
 from harness_tool_todo import TodoWriteTool
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 STATUSES = ("pending", "in_progress", "completed")
@@ -141,6 +141,9 @@ def test_any_arguments_append_one_event_or_a_stable_error(
         suppress_health_check=[HealthCheck.too_slow],
     )
     @given(value=st.one_of(near_valid, json_values))
+    # Each kind of outcome at least once, whatever the draw: a blank and a repeated content.
+    @example(value={"todos": [{"content": " ", "status": "pending"}]})
+    @example(value={"todos": [{"content": "a", "status": "pending"}] * 2})
     def json_arguments(value: Any) -> None:
         raw = json.dumps(value, ensure_ascii=False)
         kinds.add(check(runner, registry, agent, raw, allow_parallel))

@@ -60,6 +60,9 @@ def fake_distribution(
     site = tmp_path / "site-packages"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
+    # No .pyc for these modules: a reload test rewrites one within a second, often at the same
+    # size, and a cached .pyc (checked by whole-second mtime and size) would run the old code.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     before = set(sys.modules)
 
     def install(
