@@ -14,10 +14,14 @@ sharing files would turn a pass into a fail and every count below would be off.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import math
 import shlex
+import shutil
+import tarfile
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Final
@@ -28,6 +32,8 @@ from test_plan_bench import BATCH, BENCH, SOLUTIONS, TASKS
 from test_worker_cli import Worker, events, url, workers
 
 pytestmark = pytest.mark.slow  # real processes for seconds each: run first
+
+TASKS_DIR: Final = BENCH / "tasks"
 
 __all__ = ["url", "workers"]  # the fixtures, used by name
 
@@ -43,9 +49,14 @@ MARK: Final = "test ! -e .plan-bench-seen && touch .plan-bench-seen"
 
 
 def apply_command(task: str) -> str:
-    """The reference solution, written into the working directory (the sample's copy)."""
-    files = shlex.quote(str(SOLUTIONS / task / "files"))
-    command = f"{MARK} && cp -R {files}/. ."
+    """The reference solution, written into the working directory (the sample's copy). The
+    files travel in the command itself (a tar, base64): the command runs in the sandbox,
+    which hides a checkout under /tmp."""
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        tar.add(SOLUTIONS / task / "files", arcname=".")
+    files = base64.b64encode(packed.getvalue()).decode()
+    command = f"{MARK} && echo {files} | base64 -d | tar -xzf -"
     removals = SOLUTIONS / task / "remove.txt"
     if removals.exists():
         names = " ".join(shlex.quote(name) for name in removals.read_text().split())
@@ -75,6 +86,22 @@ def script(task: str, variant: str) -> list[dict[str, Any]]:
             {"text": "Done."},
         ]
     return [{"tool_calls": [work]}, {"text": "Done." if solves else "Gave up."}]
+
+
+def visible_to_checks(line: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """`line` as the recipe writes it, unless the checkout lies under /tmp (a clone made
+    there): each sandboxed call has a /tmp of its own, so a check could not read its tests
+    from the checkout, and the task's template gets a copy of them inside instead."""
+    if not BENCH.resolve().is_relative_to("/tmp"):
+        return line
+    task = TASKS_DIR / line["task"]
+    template = tmp_path / "templates" / line["task"]
+    if not template.exists():
+        shutil.copytree(task / "workspace", template)
+        shutil.copytree(task / "check", template / ".plan-bench-check")
+    inside = shlex.quote(".plan-bench-check")
+    check = f"python3 -B -m unittest discover -s {inside} -t {inside} -p 'check_*.py'"
+    return {**line, "workspace": str(template), "check": check}
 
 
 def tree_digest(root: Path) -> str:
@@ -115,9 +142,8 @@ def test_the_recipe_runs_end_to_end_and_its_statistics_are_the_independent_ones(
     lines = []
     for line in BATCH.lines(TASKS, list(VARIANTS)):
         name = f"{line['task']}-{line['variant']}.json"
-        lines.append(
-            {**line, "model": write_script(tmp_path / name, script(line["task"], line["variant"]))}
-        )
+        model = write_script(tmp_path / name, script(line["task"], line["variant"]))
+        lines.append({**visible_to_checks(line, tmp_path), "model": model})
     batch_file = tmp_path / "plan-bench.jsonl"
     batch_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
     flags = ("--sandbox", "workspace", "--checks", "--concurrency", "2")

@@ -36,8 +36,8 @@ def test_blank_lines_are_skipped_and_a_relative_cwd_is_made_absolute(
     monkeypatch.chdir(tmp_path)
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('\n{"prompt": "a", "cwd": "work"}\n\n')
-    [task] = _read(tasks)
-    assert task.cwd == str(tmp_path / "work")
+    [task], commits = _read(tasks)
+    assert task.cwd == str(tmp_path / "work") and commits == {}  # no workspace to pin
 
 
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:

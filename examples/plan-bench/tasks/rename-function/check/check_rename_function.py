@@ -24,7 +24,9 @@ class Check(unittest.TestCase):
     def test_the_old_name_is_gone(self):
         self.assertFalse(hasattr(pricing, "calc_total"))
         for path in Path(".").rglob("*"):
-            if path.suffix in (".py", ".md") and "__pycache__" not in path.parts:
+            # The project's files: not __pycache__, nor a hidden directory (.git, .venv).
+            hidden = "__pycache__" in path.parts or any(p.startswith(".") for p in path.parts)
+            if path.suffix in (".py", ".md") and not hidden:
                 self.assertNotIn("calc_total", path.read_text(), str(path))
         self.assertIn("order_total", Path("README.md").read_text())
 
