@@ -14,14 +14,16 @@ calls (as a LangGraph checkpoint saver implements `put` and `list`):
     release()                 a writer's close, after its last commit
     describe()                how its messages name the session (a file name, an id)
 
-and calls `replay(lines)` once with the session's stored lines when it opens one. See
-docs/log.md, "Stores".
+and calls `replay(lines)` once with the session's stored lines when it opens one, a writer
+only once it holds the session's writer lock. See docs/log.md, "Stores".
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -36,7 +38,14 @@ from ._types import EventTypeRegistry
 if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
     from pydantic import BaseModel, TypeAdapter
 
-__all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
+__all__ = [
+    "EventSink",
+    "LogWriteError",
+    "ReadOnlyLog",
+    "SessionLog",
+    "parse_lines",
+    "writer_taken",
+]
 
 logger = logging.getLogger("harness.log")
 
@@ -45,6 +54,23 @@ _GRANTS = frozenset({"message/assistant", "tool/approval"})  # the events `Grant
 Listener = Callable[[Event], None]
 # An observer of appends that also needs to know the session (hosts, the loop's on_event).
 EventSink = Callable[["SessionLog", Event], None]
+
+
+# Who hears that a writer's replay begins, in this context (`writer_taken`).
+_TAKEN: ContextVar[Callable[[], object] | None] = ContextVar("harness_writer_taken", default=None)
+
+
+@contextmanager
+def writer_taken(callback: Callable[[], object]) -> Iterator[None]:
+    """Within this block (this thread's context), `callback()` runs when a store opening a
+    session for writing begins its replay: it holds the writer lock then, so nothing but
+    reading the log is left, and no other writer can refuse it any more. A host answers a
+    request there instead of after a replay of the whole session (the web host's turns)."""
+    token = _TAKEN.set(callback)
+    try:
+        yield
+    finally:
+        _TAKEN.reset(token)
 
 
 class ReadOnlyLog(RuntimeError):
@@ -187,7 +213,11 @@ class SessionLog:
     def replay(self, lines: Iterable[bytes]) -> list[Event]:
         """Fold the session's stored lines, oldest first: what a store does once, when it
         opens a session. A line that is not a well-formed envelope in sequence is skipped
-        with a problem (`problems`), an unknown type kept with one; the events are returned."""
+        with a problem (`problems`), an unknown type kept with one; the events are returned.
+        A writer's replay first tells whoever listens (`writer_taken`) that it holds the lock."""
+        taken = _TAKEN.get() if self._writable else None
+        if taken is not None:
+            taken()
         events = self._ingest(lines, 0)
         if self._checker is not None:
             self._checker = InvariantChecker.from_tail(events)

@@ -565,10 +565,26 @@ function endStreaming() {
 function applySnapshot(snapshot) {
   working(Boolean(snapshot.running));
   applyQuestions(snapshot.approvals || []);
+  applyFailure(snapshot.failed);
   const queue = $("queue");
   queue.replaceChildren(...(snapshot.queued || []).map(queueItem));
   for (const listener of state.snapshotListeners) listener(snapshot);
   if (state.follow) endSoon();
+}
+
+// A turn the server took that failed before its log could say so (`snapshot.failed`: its
+// session could not be opened for writing) shows like a logged turn's error, with Retry, at the
+// end of the conversation until the next prompt is taken.
+function applyFailure(failed) {
+  const shown = $("log").querySelector(".turn-error[data-unlogged]");
+  const key = failed ? JSON.stringify(failed) : "";
+  if ((shown?.dataset.unlogged ?? "") === key) return;
+  shown?.remove();
+  if (!failed) return;
+  $("log").querySelector(".message.pending")?.remove();  // that prompt never reached the log
+  const box = turnError(failed.error, failed.prompt);
+  box.dataset.unlogged = key;
+  $("log").append(box);
 }
 
 // While a turn runs, Send is a Stop button and the conversation says it is working.
