@@ -306,6 +306,23 @@ async def test_a_writer_that_fails_after_the_answer_is_the_turns_error(
     await hub.aclose()
 
 
+async def test_a_writer_failing_as_the_answer_is_made_is_not_lost(harness_home: Path) -> None:
+    """The replay fails at once, maybe before the request that took the prompt has its
+    answer: the failure still stands in the snapshot afterwards (the request clears the
+    last one before it submits, never after)."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = HeldReplay(harness_home, hub.runtime.host.event_types)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    store.go.set()
+    store.held, store.fail = True, OSError("the disk went away")
+    assert await hub.submit(session, "hello", None) == {"turn": 1}
+    live = await hub.live(session)
+    await until(lambda: hub.snapshot(live)["failed"] is not None, "the failure shows")
+    assert hub.snapshot(live)["failed"] == {"prompt": "hello", "error": "the disk went away"}
+    await hub.aclose()
+
+
 async def _next_snapshot(
     queue: asyncio.Queue[tuple[str, dict[str, Any]]], wanted: Callable[[dict[str, Any]], Any]
 ) -> dict[str, Any]:

@@ -85,6 +85,7 @@ class SessionRuntime:
         self._delta_sinks: list[DeltaSink] = []
         self._failure_sinks: list[FailureSink] = []
         self._taken: asyncio.Future[None] | None = None  # a submit waiting for the writer lock
+        self._taking: _Queued | None = None  # the prompt it is for
         self._cancel_next = False  # a cancel while the writer was being taken
         self._closers: list[Callable[[], object]] = []
         self._waiting: list[_Queued] = []  # prompts submitted and not started, in order
@@ -183,13 +184,15 @@ class SessionRuntime:
             self._waiting.remove(queued)
             raise
         taken = self._taken = asyncio.get_running_loop().create_future()
+        self._taking = queued
         if self.agent is not None:
-            taken.set_result(None)
+            self._took()
         task = self._start(queued, model)
         await asyncio.wait((taken, task), return_when=asyncio.FIRST_COMPLETED)
-        if task.done() and (task.cancelled() or task.exception() is not None):
-            task.result()  # raises what refused it before any answer
-        queued.answered = True  # from here a failure is the turn's (`_in_turn`)
+        if task.cancelled():
+            task.result()  # raises CancelledError: the host is closing
+        if queued.refusal is not None:  # before the writer lock was held: the request's
+            raise queued.refusal
         return {"turn": await self._turn_number(queued)}
 
     def _start(self, queued: _Queued, model: Model) -> asyncio.Task[TurnOutcome]:
@@ -244,8 +247,11 @@ class SessionRuntime:
                 self._waiting.remove(queued)
                 return await self._turn(queued, model)
         except Exception as exc:
-            if not queued.answered:
-                raise  # `submit` refuses the request with it
+            if not queued.submitted:
+                raise  # `run`'s caller gets it
+            if not queued.answered:  # `submit` refuses the request with it
+                queued.refusal = exc
+                return TurnOutcome("error", error=str(exc))
             return TurnOutcome("error", error=self._failed(queued.prompt, exc))
         finally:
             if queued in self._waiting:  # cancelled while it waited
@@ -400,8 +406,12 @@ class SessionRuntime:
             return self.runtime.store.open(self.id)
 
     def _took(self) -> None:
-        """The writer lock is held: the submit waiting for it answers."""
+        """The writer lock is held: the submit waiting for it answers, and whatever fails
+        from here is its turn's error (`_in_turn`), not the request's."""
         taken, self._taken = self._taken, None
+        queued, self._taking = self._taking, None
+        if queued is not None:
+            queued.answered = True
         if taken is not None and not taken.done():
             taken.set_result(None)
 
@@ -468,12 +478,13 @@ class _NoModelYet:
 class _Queued:
     """A prompt waiting for its turn (compared by identity: the same text may wait twice)."""
 
-    __slots__ = ("answered", "dropped", "prompt", "spec", "submitted", "turn")
+    __slots__ = ("answered", "dropped", "prompt", "refusal", "spec", "submitted", "turn")
 
     def __init__(self, prompt: str, spec: str | None) -> None:
         self.prompt = prompt
         self.spec = spec
         self.submitted = False  # by `submit`: nobody awaits it, so it may be dropped
-        self.answered = False  # `submit` answered: a failure is the turn's, not the request's
+        self.answered = False  # queued, or its writer lock held: a failure is the turn's
         self.dropped = False
         self.turn: int | None = None  # its number, once it began
+        self.refusal: Exception | None = None  # what failed it before that: the request's

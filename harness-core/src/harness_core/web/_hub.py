@@ -460,9 +460,10 @@ class Hub:
             live.queue_state = await asyncio.to_thread(queue.state, session_id)
         else:
             # SessionLocked: another process writes it. Answered once the writer lock is
-            # held, before its replay ends; a failure after that comes to `_failed`.
+            # held, before its replay ends; a failure after that comes to `_failed`, maybe
+            # before this returns, so the last failure is cleared first.
+            live.failed = None
             answer = await live.session.submit(prompt, spec)
-        live.failed = None  # a new prompt was taken: the last failure is behind it
         self._follow(session_id, live)
         self.ship_snapshot(live)
         return answer
