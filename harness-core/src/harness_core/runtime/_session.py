@@ -15,9 +15,9 @@ the writer is taken, before anything else runs on it.
 Taking the writer (a replay of the whole session) and letting it go (a last commit) run in
 worker threads, one at a time (`_writer`), like the agent's commits: the event loop a host
 serves other sessions on never waits for the store. `submit` answers once the writer lock is
-held (`writer_taken`), before the replay ends; whatever fails after that answer (a store
-error mid-replay, a workspace refused) is the turn's error, reported to the `on_failure`
-sinks, since nothing can be appended to a log whose writer was never had.
+held (`writer_taken`), before the replay ends; whatever fails from there (a store error
+mid-replay) is the turn's error, reported to the `on_failure` sinks, since nothing can be
+appended to a log whose writer was never had.
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ class SessionRuntime:
     ) -> None:
         """Report every event this session's turns append (a subagent's session's too: the
         sink gets the log it went to), every streamed chunk, as they happen, and every
-        submitted turn that failed after `submit` answered but before its log could say so
-        (`on_failure`: the writer could not be had, its workspace was refused)."""
+        submitted turn that failed once its writer lock was held but before its log could
+        say so (`on_failure`: the replay failed, so no writer could be had)."""
         if on_event is not None:
             self._event_sinks.append(on_event)
         if on_delta is not None:
@@ -167,9 +167,10 @@ class SessionRuntime:
         replay of the log ends (off the event loop): a session another process writes is
         refused (SessionLocked) with nothing queued, and so is one the store cannot open
         (SessionNotFound, NotASession). The model for `spec` must be ready (`await
-        model_for(spec)`). What fails after the answer is the turn's: a turn that ends in
-        error on its log, or, when nothing could be logged (the replay failed, a workspace
-        in a system place), a report to the `on_failure` sinks.
+        model_for(spec)`); a session working in a system place is refused (SetupError).
+        What fails once the writer lock is held is the turn's: a turn that ends in error on
+        its log, or, when nothing could be logged (the replay failed), a report to the
+        `on_failure` sinks.
         """
         model = self._models[spec or self.default_spec]
         busy = self.busy
