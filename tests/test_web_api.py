@@ -256,6 +256,44 @@ def test_a_session_another_process_writes_is_409_naming_the_holder(served: Serve
     assert f"process {os.getpid()}" in answer.json()["error"]
 
 
+def damage_past_the_lock(home: Path, session: str) -> list[Path]:
+    """Make the session's writer fail after it took the lock: a torn last line whose every
+    place aside is taken (the writer moves a torn tail aside before it writes). The files
+    that block it are returned, to be removed."""
+    path = home / "sessions" / f"{session}.jsonl"
+    with path.open("ab") as handle:
+        handle.write(b'{"seq": 1, "type": "message/us')
+    offset = path.stat().st_size - len(b'{"seq": 1, "type": "message/us')
+    blocking = [path.with_name(f"{path.name}.torn-{offset}")]
+    blocking += [path.with_name(f"{path.name}.torn-{offset}-{n}") for n in range(1, 1000)]
+    for aside in blocking:
+        aside.touch()
+    return blocking
+
+
+def test_a_turn_whose_writer_fails_after_the_answer_shows_as_its_error(served: Served) -> None:
+    """The POST is answered once the writer lock is held; the writer then fails (the log is
+    damaged past where the lock was taken): the tail page's snapshot carries the turn's
+    one-line error and prompt, nothing runs or waits, and once the cause is gone the same
+    prompt runs."""
+    with served.client() as client:
+        session = client.post("/api/sessions", json={}).json()["id"]
+        blocking = damage_past_the_lock(served.home, session)
+        answer = client.post(f"/api/sessions/{session}/turns", json={"prompt": "hi"})
+        assert (answer.status_code, answer.json()) == (202, {"turn": 1})
+        snapshot = served.wait_idle(session)["snapshot"]
+        assert snapshot["failed"]["prompt"] == "hi"
+        assert "too many torn-tail files beside" in snapshot["failed"]["error"]
+        assert snapshot["queued"] == [] and not snapshot["running"]
+        for aside in blocking:
+            aside.unlink()
+        again = client.post(f"/api/sessions/{session}/turns", json={"prompt": "hi"})
+        assert again.json() == {"turn": 1}
+        page = served.wait_idle(session)
+    assert page["snapshot"]["failed"] is None
+    assert [e["type"] for e in page["events"]][-2:] == ["message/assistant", "turn/end"]
+
+
 def test_a_wildcard_bind_warns_and_still_needs_the_token(harness_home: Path) -> None:
     """--host 0.0.0.0: one warning line on stderr; the API still answers 401 without the token."""
     with serve(harness_home, "--host", "0.0.0.0") as served:

@@ -1078,6 +1078,40 @@ def test_a_failed_turn_is_an_error_with_retry_that_sends_the_prompt_again(
 
 
 @BOTH
+def test_a_turn_whose_session_cannot_be_opened_is_an_error_with_retry(
+    browser: object, device: str, harness_home: Path, openai_server: OpenAIServer
+) -> None:
+    """The server took the prompt, then could not open the session for writing (its log is
+    damaged past the lock): the page stops working and shows the one line as the turn's
+    error with Retry, not a prompt left pending; once the cause is gone, Retry runs it."""
+    from test_web_api import damage_past_the_lock
+
+    expect = playwright_api.expect
+    env = {"OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-test"}
+    with (
+        serve(harness_home, "--model", "openai:gpt-test", env=env) as served,
+        served.client() as client,
+        device_page(browser, device) as page,
+    ):
+        session = client.post("/api/sessions", json={}).json()["id"]
+        open_session(page, served, session)
+        blocking = damage_past_the_lock(harness_home, session)
+        send(page, "Summarize the repo")
+        failure = page.locator("[data-testid=turn-error]")  # type: ignore[attr-defined]
+        expect(failure).to_contain_text("too many torn-tail files beside", timeout=15000)
+        expect(page.locator("[data-testid=send]")).to_have_attribute("data-state", "send")  # type: ignore[attr-defined]
+        expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(0)  # type: ignore[attr-defined]
+        for aside in blocking:
+            aside.unlink()
+        openai_server.expect(reply("Summed up."))
+        failure.locator("[data-testid=retry]").click()
+        expect(page.locator("[data-testid=message][data-role=assistant]")).to_have_text(  # type: ignore[attr-defined]
+            ["Summed up."], timeout=15000
+        )
+        expect(failure).to_have_count(0)
+
+
+@BOTH
 def test_a_command_that_exits_non_zero_is_a_failure_at_a_glance(
     browser: object, device: str, tmp_path: Path, harness_home: Path
 ) -> None:

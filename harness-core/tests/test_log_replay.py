@@ -306,3 +306,33 @@ def test_refresh_reports_a_garbled_line_with_its_problem(
     assert [e.seq for e in fresh] == [10]
     assert "line 10: not JSON; skipped" in reader.problems
     assert any("seq jumps from 8 to 10" in p for p in reader.problems)
+
+
+def test_a_writers_replay_starts_no_full_garbage_collection(store: SessionStore) -> None:
+    """A writer keeps none of the events it replays, and lets them go as it goes: opening a
+    60,000-event session starts no full pass of the collector, which on a host would walk
+    every object of the process while every other thread waits for the interpreter (the web
+    host's other clients did, 100 ms and more a pass)."""
+    import gc
+
+    with store.create() as log:
+        for turn in range(1, 20_001):
+            log.append("turn/start", {}, turn=turn)
+            log.append("message/user", {"text": f"prompt {turn}"}, turn=turn)
+            log.append("turn/end", {"status": "completed"}, turn=turn)
+        session = log.session_id
+    full: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        writer = store.open(session)
+    finally:
+        gc.callbacks.remove(count)
+    writer.close()
+    assert writer.next_seq == 60_001
+    assert full == []

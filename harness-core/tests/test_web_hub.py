@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from harness_core.log import EventTypeRegistry, FileLog, Notify, SessionStore
+from harness_core.log import Event, EventTypeRegistry, FileLog, Notify, SessionStore
 from harness_core.loop import Approval
 from harness_core.models import ModelBase, ModelResponse
 from harness_core.runtime import Runtime
@@ -187,6 +187,149 @@ async def test_a_turn_taking_the_writer_or_committing_leaves_other_requests_answ
     events = hub.runtime.reader(session).events
     assert [e.type for e in events][-2:] == ["message/assistant", "turn/end"]
     await hub.aclose()
+
+
+class HeldReplay(SessionStore):
+    """A file store whose writers, once `held`, hold their replay (the lock taken, the log
+    not yet read) until the test lets them go, as a long session on a slow disk would; with
+    `fail` set, the read then fails with it."""
+
+    def __init__(self, home: Path, registry: EventTypeRegistry) -> None:
+        super().__init__(home, registry)
+        self.held = False
+        self.fail: Exception | None = None
+        self.replaying, self.go = threading.Event(), threading.Event()
+
+    def open(self, session_id: str, *, writable: bool = True) -> FileLog:
+        if not (writable and self.held):
+            return super().open(session_id, writable=writable)
+        store = self
+
+        class Held(FileLog):
+            def replay(self, lines: Iterable[bytes]) -> list[Event]:
+                return super().replay(store.read_slowly(lines))
+
+        return Held.open(self.path(session_id), self.registry, observer=self.on_append)
+
+    def read_slowly(self, lines: Iterable[bytes]) -> Iterator[bytes]:
+        self.replaying.set()
+        self.go.wait(30)
+        if self.fail is not None:
+            raise self.fail
+        yield from lines
+
+
+async def test_a_posted_turn_is_answered_before_the_writers_replay_ends(
+    harness_home: Path,
+) -> None:
+    """A turn posted to a session whose writer is not held is answered with its number
+    once the writer lock is taken, while the log is still being replayed; the turn runs
+    when the replay is done."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = HeldReplay(harness_home, hub.runtime.host.event_types)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    await hub.submit(session, "first", None)
+    live = await hub.live(session)
+    await until(lambda: live.session.log is None, "the first turn lets the writer go")
+    store.held = True
+    posting = asyncio.get_running_loop().create_task(hub.submit(session, "second", None))
+    try:
+        await until(store.replaying.is_set, "the writer's replay begins")
+        answer = await asyncio.wait_for(posting, 10)  # before: only once the replay ended
+        snapshot = hub.snapshot(live)
+    finally:
+        store.go.set()
+    assert answer == {"turn": 2}
+    assert snapshot["running"] and snapshot["queued"] == [] and snapshot["failed"] is None
+    await until(lambda: not live.session.busy, "the second turn ends")
+    events = hub.runtime.reader(session).events
+    assert [(e.type, e.turn) for e in events][-4:] == [
+        ("turn/start", 2),
+        ("message/user", 2),
+        ("message/assistant", 2),
+        ("turn/end", 2),
+    ]
+    await hub.aclose()
+
+
+async def test_stop_while_the_writer_replays_cancels_the_turn(harness_home: Path) -> None:
+    """The page shows the turn running as soon as it is answered: Stop pressed while the
+    writer still replays ends that turn `cancelled` once it begins, and nothing runs."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = HeldReplay(harness_home, hub.runtime.host.event_types)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    store.held = True
+    posting = asyncio.get_running_loop().create_task(hub.submit(session, "hello", None))
+    try:
+        await until(store.replaying.is_set, "the writer's replay begins")
+        assert await asyncio.wait_for(posting, 10) == {"turn": 1}
+        assert await hub.cancel(session)
+    finally:
+        store.go.set()
+    live = await hub.live(session)
+    await until(lambda: not live.session.busy, "the turn ends")
+    events = hub.runtime.reader(session).events
+    assert [e.type for e in events] == ["session/start", "turn/start", "message/user", "turn/end"]
+    assert events[-1].data["status"] == "cancelled"
+    await hub.aclose()
+
+
+async def test_a_writer_that_fails_after_the_answer_is_the_turns_error(
+    harness_home: Path,
+) -> None:
+    """The store fails mid-replay after the POST was answered: the session's stream and
+    tail page carry the turn's error with its prompt (nothing could be logged), it is no
+    longer running or queued, and the next prompt runs and clears it."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = HeldReplay(harness_home, hub.runtime.host.event_types)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    queue, _ = await hub.subscribe(session)
+    store.held, store.fail = True, OSError("reading the session failed: Input/output error")
+    answer = await hub.submit(session, "hello", None)
+    assert answer == {"turn": 1} and store.replaying.is_set()
+    store.go.set()
+    failed = {"prompt": "hello", "error": "reading the session failed: Input/output error"}
+    shipped = await asyncio.wait_for(_next_snapshot(queue, lambda s: s["failed"]), 10)
+    assert shipped["failed"] == failed and not shipped["running"] and shipped["queued"] == []
+    page = await hub.page(session, limit=50, before=None)
+    assert page["snapshot"]["failed"] == failed
+    assert [e["type"] for e in page["events"]] == ["session/start"]
+    store.held = False
+    assert await hub.submit(session, "again", None) == {"turn": 1}
+    assert hub.snapshot(await hub.live(session))["failed"] is None
+    live = await hub.live(session)
+    await until(lambda: not live.session.busy, "the turn ends")
+    hub.unsubscribe(session, queue)
+    await hub.aclose()
+
+
+async def test_a_writer_failing_as_the_answer_is_made_is_not_lost(harness_home: Path) -> None:
+    """The replay fails at once, maybe before the request that took the prompt has its
+    answer: the failure still stands in the snapshot afterwards (the request clears the
+    last one before it submits, never after)."""
+    hub = hub_for(harness_home, max_sessions=4)
+    store = HeldReplay(harness_home, hub.runtime.host.event_types)
+    hub.runtime.store = store
+    session = await hub.create(None)
+    store.go.set()
+    store.held, store.fail = True, OSError("the disk went away")
+    assert await hub.submit(session, "hello", None) == {"turn": 1}
+    live = await hub.live(session)
+    await until(lambda: hub.snapshot(live)["failed"] is not None, "the failure shows")
+    assert hub.snapshot(live)["failed"] == {"prompt": "hello", "error": "the disk went away"}
+    await hub.aclose()
+
+
+async def _next_snapshot(
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]], wanted: Callable[[dict[str, Any]], Any]
+) -> dict[str, Any]:
+    while True:
+        kind, data = await queue.get()
+        if kind == "snapshot" and wanted(data):
+            return data
 
 
 class Notifying(SessionStore):

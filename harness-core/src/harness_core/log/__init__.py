@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         MessageProjection,
         derive_messages,
     )
-    from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog
+    from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog, writer_taken
     from ._store import SessionStore, default_home
     from ._stores import (
         TITLE_MAX,
@@ -128,6 +128,7 @@ _EXPORTS: Final = {
     "dev_mode": "_invariants",
     "find_latest": "_tail",
     "last_event": "_tail",
+    "writer_taken": "_session",
     "read_lines": "_file",
 }
 
@@ -191,6 +192,7 @@ __all__ = [
     "read_lines",
     "redact_url",
     "scheme_of",
+    "writer_taken",
 ]
 
 

@@ -14,14 +14,17 @@ calls (as a LangGraph checkpoint saver implements `put` and `list`):
     release()                 a writer's close, after its last commit
     describe()                how its messages name the session (a file name, an id)
 
-and calls `replay(lines)` once with the session's stored lines when it opens one. See
-docs/log.md, "Stores".
+and calls `replay(lines)` once with the session's stored lines when it opens one, a writer
+only once it holds the session's writer lock. See docs/log.md, "Stores".
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -36,15 +39,45 @@ from ._types import EventTypeRegistry
 if TYPE_CHECKING:  # payload models arrive with the first append; reading never needs them
     from pydantic import BaseModel, TypeAdapter
 
-__all__ = ["EventSink", "LogWriteError", "ReadOnlyLog", "SessionLog", "parse_lines"]
+__all__ = [
+    "EventSink",
+    "LogWriteError",
+    "ReadOnlyLog",
+    "SessionLog",
+    "parse_lines",
+    "writer_taken",
+]
 
 logger = logging.getLogger("harness.log")
 
 _GRANTS = frozenset({"message/assistant", "tool/approval"})  # the events `Grants` folds
+# Lines a replay parses and folds at a time (`_ingest`): a chunk makes fewer objects than
+# CPython's youngest generation holds before it is collected (700), so few of them are alive
+# when the collector moves survivors on, and a 100,000-event replay starts no full pass
+# (scripts/bench/web.py; 1,000 started three, each walking every object of the process).
+_CHUNK = 100
+_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 
 Listener = Callable[[Event], None]
 # An observer of appends that also needs to know the session (hosts, the loop's on_event).
 EventSink = Callable[["SessionLog", Event], None]
+
+
+# Who hears that a writer's replay begins, in this context (`writer_taken`).
+_TAKEN: ContextVar[Callable[[], object] | None] = ContextVar("harness_writer_taken", default=None)
+
+
+@contextmanager
+def writer_taken(callback: Callable[[], object]) -> Iterator[None]:
+    """Within this block (this thread's context), `callback()` runs when a store opening a
+    session for writing begins its replay: it holds the writer lock then, so nothing but
+    reading the log is left, and no other writer can refuse it any more. A host answers a
+    request there instead of after a replay of the whole session (the web host's turns)."""
+    token = _TAKEN.set(callback)
+    try:
+        yield
+    finally:
+        _TAKEN.reset(token)
 
 
 class ReadOnlyLog(RuntimeError):
@@ -104,6 +137,14 @@ def parse_lines(
                 continue
         problems.append(f"line {number}: not a well-formed envelope in sequence; skipped")
     return events, problems
+
+
+def _from_boundary(tail: list[Event], events: list[Event]) -> list[Event]:
+    """`tail + events` from the last turn/start or turn/end on (all of it when none)."""
+    for n in range(len(events) - 1, -1, -1):
+        if events[n].type in _BOUNDARIES:
+            return events[n:]
+    return tail + events
 
 
 def _unknown_types(types: set[str], registry: EventTypeRegistry) -> list[str]:
@@ -187,25 +228,51 @@ class SessionLog:
     def replay(self, lines: Iterable[bytes]) -> list[Event]:
         """Fold the session's stored lines, oldest first: what a store does once, when it
         opens a session. A line that is not a well-formed envelope in sequence is skipped
-        with a problem (`problems`), an unknown type kept with one; the events are returned."""
+        with a problem (`problems`), an unknown type kept with one. The events are returned:
+        a reader's all, a writer's (which keeps none, see the class) from the last turn/start
+        or turn/end on, where the development-mode checks go on from. A writer's replay first
+        tells whoever listens (`writer_taken`) that it holds the lock."""
+        taken = _TAKEN.get() if self._writable else None
+        if taken is not None:
+            taken()
         events = self._ingest(lines, 0)
         if self._checker is not None:
             self._checker = InvariantChecker.from_tail(events)
         return events
 
     def _ingest(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
-        events, problems = parse_lines(lines, first_seq, self._lines + 1)
-        if self._events is not None:
-            self._events.extend(events)
-        for event in events:
-            self._fold(event)
-        self.projection.fold_all(events)  # opening yields a ready projection
+        """Parse and fold `lines` a chunk at a time: a writer's replay lets each chunk's
+        events go before it parses the next, so they die young instead of all living to the
+        end of the replay, where each full pass of the garbage collector would walk them (on
+        a host, with every other thread waiting for the interpreter)."""
+        reader = self._events is not None
+        new: list[Event] = []  # a reader's, all of them
+        tail: list[Event] = []  # a checked writer's, from the last turn boundary on
+        problems: list[str] = []
+        types: set[str] = set()
+        expected, number = first_seq, self._lines + 1
+        lines = iter(lines)
+        while chunk := list(islice(lines, _CHUNK)):
+            events, found = parse_lines(chunk, expected, number)
+            number += len(chunk)
+            problems += found
+            if events:
+                expected = events[-1].seq + 1
+            if self._events is not None:
+                self._events.extend(events)
+                new += events
+            elif self._checker is not None:
+                tail = _from_boundary(tail, events)
+            for event in events:
+                self._fold(event)
+            self.projection.fold_all(events)  # opening yields a ready projection
+            types.update(e.type for e in events)
         self.committed_seq = self._last_seq  # what a store reads back is committed
-        problems += _unknown_types({e.type for e in events}, self.registry)
+        problems += _unknown_types(types, self.registry)
         for problem in problems:
             logger.warning("%s: %s", self.describe(), problem)
         self.problems.extend(problems)
-        return events
+        return new if reader else tail
 
     def _fold(self, event: Event) -> None:
         """Fold one event, in seq order, into what the log keeps besides the projection."""

@@ -3,7 +3,7 @@
     session = runtime.open(id_or_None, model, approval=..., hold=...)
     session.observe(on_event, on_delta)      the stream of changes a host renders
     outcome = await session.run(prompt)      turns run one at a time, in submission order
-    await session.submit(prompt)             the same, without waiting for the turn (a web request)
+    await session.submit(prompt)             the same, answered before the turn (a web request)
     session.cancel()                         the running turn ends `cancelled`
     session.abandon()                        the running turn stops and stays open (TurnAbandoned)
     await session.go_on()                    a crashed turn goes on (opened with go_on=True)
@@ -15,11 +15,15 @@ the writer is taken, before anything else runs on it.
 
 Taking the writer (a replay of the whole session) and letting it go (a last commit) run in
 worker threads, one at a time (`_writer`), like the agent's commits: the event loop a host
-serves other sessions on never waits for the store.
+serves other sessions on never waits for the store. `submit` answers once the writer lock is
+held (`writer_taken`), before the replay ends; whatever fails from there (a store error
+mid-replay) is the turn's error, reported to the `on_failure` sinks, since nothing can be
+appended to a log whose writer was never had.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.to_thread
 
-from ..log import EventSink, SessionLog
+from ..log import EventSink, SessionLog, writer_taken
 
 if TYPE_CHECKING:
     from ..log import Event
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
     from ..tools import ToolRegistry
     from ._runtime import Runtime
 
-__all__ = ["ApprovalFor", "ModelFactory", "SessionRuntime"]
+__all__ = ["ApprovalFor", "FailureSink", "ModelFactory", "SessionRuntime"]
 
 logger = logging.getLogger("harness.runtime")
 
@@ -45,6 +49,8 @@ logger = logging.getLogger("harness.runtime")
 ApprovalFor = Callable[[str | None], "Approval"]
 # A model spec (None: the host's default) -> a new model for it; raises when it cannot.
 ModelFactory = Callable[[str | None], "Model"]
+# A submitted turn that failed before it could be logged: (its prompt, the one-line error).
+FailureSink = Callable[[str, str], None]
 
 
 class SessionRuntime:
@@ -78,6 +84,10 @@ class SessionRuntime:
         self._repair = not go_on  # a crashed turn is closed on taking the writer, or left for go_on
         self._event_sinks: list[EventSink] = []
         self._delta_sinks: list[DeltaSink] = []
+        self._failure_sinks: list[FailureSink] = []
+        self._taken: asyncio.Future[None] | None = None  # a submit waiting for the writer lock
+        self._taking: _Queued | None = None  # the prompt it is for
+        self._cancel_next = False  # a cancel while the writer was being taken
         self._closers: list[Callable[[], object]] = []
         self._waiting: list[_Queued] = []  # prompts submitted and not started, in order
         self._turns = anyio.Lock()  # fair: turns start in the order they were submitted
@@ -112,13 +122,22 @@ class SessionRuntime:
         # rest and `unqueue` counts positions in them.
         return self._waiting if self.running else self._waiting[1:]
 
-    def observe(self, on_event: EventSink | None = None, on_delta: DeltaSink | None = None) -> None:
+    def observe(
+        self,
+        on_event: EventSink | None = None,
+        on_delta: DeltaSink | None = None,
+        on_failure: FailureSink | None = None,
+    ) -> None:
         """Report every event this session's turns append (a subagent's session's too: the
-        sink gets the log it went to) and every streamed chunk, as they happen."""
+        sink gets the log it went to), every streamed chunk, as they happen, and every
+        submitted turn that failed once its writer lock was held but before its log could
+        say so (`on_failure`: the replay failed, so no writer could be had)."""
         if on_event is not None:
             self._event_sinks.append(on_event)
         if on_delta is not None:
             self._delta_sinks.append(on_delta)
+        if on_failure is not None:
+            self._failure_sinks.append(on_failure)
 
     def set_approval(self, approval: Approval | ApprovalFor) -> None:
         """How the session's turns are approved from now on (a host whose asker needs the
@@ -145,32 +164,75 @@ class SessionRuntime:
     async def submit(self, prompt: str, spec: str | None = None) -> dict[str, int]:
         """Start `prompt` as a turn, or queue it: `{"turn": n}` or `{"queued": position}`.
 
-        The writer is taken here when the session was idle (off the event loop), so a
-        session another process writes is refused (SessionLocked) before anything is
-        queued; the model for `spec` must be ready (`await model_for(spec)`), so only the
-        turn itself can fail. A session working in a system place is refused here too
-        (SetupError), not in the task.
+        When the session was idle, this answers once its writer lock is held, before the
+        replay of the log ends (off the event loop): a session another process writes is
+        refused (SessionLocked) with nothing queued, and so is one the store cannot open
+        (SessionNotFound, NotASession). The model for `spec` must be ready (`await
+        model_for(spec)`); a session working in a system place is refused (SetupError).
+        What fails once the writer lock is held is the turn's: a turn that ends in error on
+        its log, or, when nothing could be logged (the replay failed), a report to the
+        `on_failure` sinks.
         """
         model = self._models[spec or self.default_spec]
         busy = self.busy
         queued = self._enqueue(prompt, spec)  # busy from here: a submit meanwhile queues
         if busy:  # the writer is held, or being taken, for the turn before: checked there
-            answer = {"queued": len(self.queued)}
-        else:
-            try:
-                agent = await self._agent(model)
-                self.runtime.check_workspace(agent.cwd)
-            except BaseException:
-                self._waiting.remove(queued)
-                if not self._hold and not self.busy:
-                    await self._let_go()
-                raise
-            answer = {"turn": agent.session.next_turn}
+            queued.answered = True
+            self._start(queued, model)
+            return {"queued": len(self.queued)}
+        try:
+            await self._check_workspace()
+        except BaseException:
+            self._waiting.remove(queued)
+            raise
+        taken = self._taken = asyncio.get_running_loop().create_future()
+        self._taking = queued
+        if self.agent is not None:
+            self._took()
+        task = self._start(queued, model)
+        await asyncio.wait((taken, task), return_when=asyncio.FIRST_COMPLETED)
+        if task.cancelled():
+            task.result()  # raises CancelledError: the host is closing
+        if queued.refusal is not None:  # before the writer lock was held: the request's
+            raise queued.refusal
+        return {"turn": await self._turn_number(queued)}
+
+    def _start(self, queued: _Queued, model: Model) -> asyncio.Task[TurnOutcome]:
         queued.submitted = True
-        task = _spawn(self._in_turn(queued, model))
+        # asyncio's: submit is called from the web host's request handlers
+        task = asyncio.get_running_loop().create_task(self._in_turn(queued, model))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return answer
+        return task
+
+    async def _check_workspace(self) -> None:
+        """SetupError, before the turn is taken, when the session works in a system place
+        (`Runtime.check_workspace`): its session/start from the store's tail query, not a
+        replay."""
+        if self.agent is not None:
+            cwd = self.agent.cwd
+        else:
+            start = await anyio.to_thread.run_sync(
+                self.runtime.store.latest, self.id, ("session/start",)
+            )
+            named = start.data.get("cwd") if start is not None else None
+            cwd = named if isinstance(named, str) and named else None
+        self.runtime.check_workspace(cwd)
+
+    async def _turn_number(self, queued: _Queued) -> int:
+        """The number of the turn `queued` is or will be, the writer lock held (nobody else
+        appends): its own once it began, else one past the newest turn/start, from the
+        replayed writer or, while it replays, the store's tail query."""
+        if queued.turn is None and self.agent is None:
+            latest = await anyio.to_thread.run_sync(
+                self.runtime.store.latest, self.id, ("turn/start",)
+            )
+            if queued.turn is None:  # the turn did not begin meanwhile
+                return (latest.turn or 0) + 1 if latest is not None else 1
+        if queued.turn is not None:
+            return queued.turn
+        assert self.agent is not None
+        return self.agent.session.next_turn
 
     def _enqueue(self, prompt: str, spec: str | None) -> _Queued:
         queued = _Queued(prompt, spec)
@@ -178,19 +240,26 @@ class SessionRuntime:
         return queued
 
     async def _in_turn(self, queued: _Queued, model: Model) -> TurnOutcome:
+        from ..loop import TurnOutcome
+
         try:
             async with self._turns:
                 if queued.dropped:
-                    from ..loop import TurnOutcome
-
                     return TurnOutcome("cancelled", error="removed from the queue")
                 self._waiting.remove(queued)
-                return await self._turn(queued.prompt, queued.spec, model)
+                return await self._turn(queued, model)
+        except Exception as exc:
+            if not queued.submitted:
+                raise  # `run`'s caller gets it
+            if not queued.answered:  # `submit` refuses the request with it
+                queued.refusal = exc
+                return TurnOutcome("error", error=str(exc))
+            return TurnOutcome("error", error=self._failed(queued.prompt, exc))
         finally:
             if queued in self._waiting:  # cancelled while it waited
                 self._waiting.remove(queued)
             if not self._hold and not self.busy:
-                await self._let_go()
+                await self._let_go(if_idle=True)
 
     async def go_on(self, spec: str | None = None) -> TurnOutcome | None:
         """Go on with the turn a crashed process left open, from where its log stops
@@ -226,10 +295,14 @@ class SessionRuntime:
 
     def cancel(self) -> bool:
         """Cancel the running turn, or the one submitted and about to start (a host's stop
-        button, pressed as the turn begins); False when none runs or is about to."""
-        if self.agent is None or not self.busy:
+        button, pressed as the turn begins, its writer maybe still replaying); False when
+        none runs or is about to."""
+        if not self.busy:
             return False
-        self.agent.cancel()
+        if self.agent is None:
+            self._cancel_next = True  # the turn ends `cancelled` as soon as it begins
+        else:
+            self.agent.cancel()
         return True
 
     def interrupt(self) -> None:
@@ -287,13 +360,25 @@ class SessionRuntime:
 
     # -- the writer ------------------------------------------------------------------------
 
-    async def _turn(self, prompt: str, spec: str | None, model: Model) -> TurnOutcome:
-        agent = await self._ready(spec, model)
-        self.running = True
+    async def _turn(self, queued: _Queued, model: Model) -> TurnOutcome:
+        self.running = True  # from here, while the writer may still be replaying
         try:
-            return await agent.run_turn(prompt)
+            agent = await self._ready(queued.spec, model)
+            queued.turn = agent.session.next_turn  # what `submit` answers, if it still asks
+            if self._cancel_next:
+                self._cancel_next = False
+                agent.cancel()
+            return await agent.run_turn(queued.prompt)
         finally:
             self.running = False
+
+    def _failed(self, prompt: str, exc: Exception) -> str:
+        """Report a submitted turn that failed before its log could say so; its one line."""
+        message = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        logger.warning("session %s: a turn failed before it began: %s", self.id, message)
+        for sink in list(self._failure_sinks):
+            sink(prompt, message)
+        return message
 
     async def _ready(self, spec: str | None, model: Model) -> Agent:
         """The agent on the writer, playing `model` under the approval for `spec`; a
@@ -314,12 +399,30 @@ class SessionRuntime:
         a crashed process left open closed before anything else runs on it."""
         async with self._writer:
             if self.agent is not None:
+                self._took()
                 return self.agent
-            log = await anyio.to_thread.run_sync(self.runtime.store.open, self.id)
+            loop = asyncio.get_running_loop()
+            log = await anyio.to_thread.run_sync(self._open_writer, loop)
             agent = self._build(model, log)
+            self._took()  # a store whose open never replays
         if self._repair:
             await agent.arepair()
         return agent
+
+    def _open_writer(self, loop: asyncio.AbstractEventLoop) -> SessionLog:
+        """The store's writer (in a worker thread); a submit hears when its lock is held."""
+        with writer_taken(lambda: loop.call_soon_threadsafe(self._took)):
+            return self.runtime.store.open(self.id)
+
+    def _took(self) -> None:
+        """The writer lock is held: the submit waiting for it answers, and whatever fails
+        from here is its turn's error (`_in_turn`), not the request's."""
+        taken, self._taken = self._taken, None
+        queued, self._taking = self._taking, None
+        if queued is not None:
+            queued.answered = True
+        if taken is not None and not taken.done():
+            taken.set_result(None)
 
     def _build(self, model: Model | None, log: SessionLog) -> Agent:
         """The agent on the writer `log`, playing `model` until a turn names its own."""
@@ -341,10 +444,13 @@ class SessionRuntime:
         )
         return self.agent
 
-    async def _let_go(self) -> None:
-        """Commit what is left and release the writer, in a worker thread; a take waits."""
+    async def _let_go(self, *, if_idle: bool = False) -> None:
+        """Commit what is left and release the writer, in a worker thread; a take waits.
+        `if_idle`: unless a turn was submitted meanwhile, which goes on with the writer."""
         with anyio.CancelScope(shield=True):  # also from a cancelled turn's task
             async with self._writer:
+                if if_idle and self.busy:
+                    return
                 log, self.log, self.agent = self.log, None, None
                 if log is not None:
                     await anyio.to_thread.run_sync(log.close)
@@ -381,16 +487,13 @@ class _NoModelYet:
 class _Queued:
     """A prompt waiting for its turn (compared by identity: the same text may wait twice)."""
 
-    __slots__ = ("dropped", "prompt", "spec", "submitted")
+    __slots__ = ("answered", "dropped", "prompt", "refusal", "spec", "submitted", "turn")
 
     def __init__(self, prompt: str, spec: str | None) -> None:
         self.prompt = prompt
         self.spec = spec
         self.submitted = False  # by `submit`: nobody awaits it, so it may be dropped
+        self.answered = False  # queued, or its writer lock held: a failure is the turn's
         self.dropped = False
-
-
-def _spawn(coroutine: Any) -> Any:
-    import asyncio  # the web host's loop: submit is called from its request handlers
-
-    return asyncio.get_running_loop().create_task(coroutine)
+        self.turn: int | None = None  # its number, once it began
+        self.refusal: Exception | None = None  # what failed it before that: the request's

@@ -33,7 +33,7 @@ from functools import partial
 from typing import Any, Final
 
 from .. import secret
-from ..hosts import SessionSnapshot, ToolRow, TurnQueue, approval_note
+from ..hosts import SessionSnapshot, ToolRow, TurnQueue, approval_note, one_line
 from ..hosts._present import call_label, result_suffix
 from ..log import Event, SessionLog, SessionSummary, check_title
 from ..loop import Answer, Approval, ApprovalRequest, Asker
@@ -125,6 +125,8 @@ class _Live:
     used: float = 0.0  # when a client last asked for it (monotonic), for eviction
     # under `serve --queue`: whether a worker runs a turn of it, and the prompts waiting
     queue_state: tuple[bool, list[str]] = (False, [])
+    # the last submitted turn that failed before its log could say so: {"prompt", "error"}
+    failed: dict[str, str] | None = None
 
     @property
     def queued_work(self) -> bool:
@@ -185,6 +187,7 @@ class Hub:
             )
             session.observe(on_event=partial(self._appended, session_id))
             session.observe(on_delta=partial(self._delta, session_id))
+            session.observe(on_failure=partial(self._failed, session_id))
             live = self._live[session_id] = _Live(reader, snapshot, session)
             future.set_result(live)
         except BaseException as exc:
@@ -270,6 +273,7 @@ class Hub:
             "running": running,
             "queued": queued,
             "approvals": [question.to_json() for question in live.questions.values()],
+            "failed": live.failed,
         }
 
     def held(self) -> list[str]:
@@ -332,6 +336,14 @@ class Hub:
             # A piece: a value whole in it is redacted; the final text comes from the log.
             text = secret.current().redact(text)
             self._send(live, ("delta", {"kind": kind, "text": text}))
+
+    def _failed(self, session_id: str, prompt: str, error: str) -> None:
+        """A turn this server answered for failed before its log could say so (the writer
+        could not be had): the snapshot carries it, as a turn's error, until the next prompt."""
+        live = self._live.get(session_id)
+        if live is not None:
+            live.failed = {"prompt": prompt, "error": one_line(secret.current().redact(error))}
+            self.ship_snapshot(live)
 
     def _follow(self, session_id: str, live: _Live) -> None:
         if live.follower is None:
@@ -447,7 +459,10 @@ class Hub:
             answer = await asyncio.to_thread(queue.submit, session_id, prompt, spec)
             live.queue_state = await asyncio.to_thread(queue.state, session_id)
         else:
-            # SessionLocked: another process writes it
+            # SessionLocked: another process writes it. Answered once the writer lock is
+            # held, before its replay ends; a failure after that comes to `_failed`, maybe
+            # before this returns, so the last failure is cleared first.
+            live.failed = None
             answer = await live.session.submit(prompt, spec)
         self._follow(session_id, live)
         self.ship_snapshot(live)

@@ -14,7 +14,7 @@ const state = { id: null, generation: 0, stream: null, lastSeq: -1, rows: new Ma
                 questions: new Map(), streaming: "", snapshotListeners: [], unmounts: [], dock: null,
                 config: { model: null, demo: null }, follow: true, running: false, title: "",
                 sending: false, renaming: null, relist: false, prompts: new Map(), ended: -1,
-                activity: new Map() };
+                activity: new Map(), failed: null, sentAt: 0 };
 
 // The token comes from the printed URL once and then lives in this tab's sessionStorage, which
 // is per origin (so per port), and goes out only as a bearer header. Never a cookie: cookies are
@@ -565,10 +565,27 @@ function endStreaming() {
 function applySnapshot(snapshot) {
   working(Boolean(snapshot.running));
   applyQuestions(snapshot.approvals || []);
+  applyFailure(snapshot.failed);
   const queue = $("queue");
   queue.replaceChildren(...(snapshot.queued || []).map(queueItem));
   for (const listener of state.snapshotListeners) listener(snapshot);
   if (state.follow) endSoon();
+}
+
+// A turn the server took that failed before its log could say so (`snapshot.failed`: its
+// session could not be opened for writing) shows like a logged turn's error, with Retry, at the
+// end of the conversation until the next prompt is taken.
+function applyFailure(failed) {
+  const shown = $("log").querySelector(".turn-error[data-unlogged]");
+  const key = failed ? JSON.stringify(failed) : "";
+  if ((shown?.dataset.unlogged ?? "") === key) return;
+  shown?.remove();
+  if (!failed) return;
+  $("log").querySelector(".message.pending")?.remove();  // that prompt never reached the log
+  const box = turnError(failed.error, failed.prompt);
+  box.dataset.unlogged = key;
+  $("log").append(box);
+  state.failed = { prompt: failed.prompt, at: performance.now() };
 }
 
 // While a turn runs, Send is a Stop button and the conversation says it is working.
@@ -1003,6 +1020,7 @@ async function readEvents(body, signal, handle) {
 }
 
 async function send(prompt, model) {
+  state.sentAt = performance.now();
   const body = model ? { prompt, model } : { prompt };
   return api(`/api/sessions/${state.id}/turns`, { method: "POST", body: JSON.stringify(body) });
 }
@@ -1011,6 +1029,8 @@ async function send(prompt, model) {
 // the page is working (a queued one shows in the queue, from the snapshot).
 function accepted(prompt, reply) {
   if (reply.turn === undefined) return;
+  // Its failure may come over the stream before this answer is read: nothing to wait for then.
+  if (state.failed?.prompt === prompt && state.failed.at > state.sentAt) return;
   if (state.prompts.get(reply.turn) !== prompt) {
     $("log").querySelector(".message.pending")?.remove();
     $("log").append(el("div", { "data-testid": "message", "data-role": "user", class: "message user pending" }, prompt));
