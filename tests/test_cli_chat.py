@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -119,10 +121,15 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(
     assert history[-2:] == ["slow one", "next"]  # readline history, kept for the next chat
 
 
-def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_chat(tmp_path: Path) -> None:
-    """Ctrl-C with no turn running abandons the typed line; `exit` then leaves cleanly."""
+@pytest.mark.parametrize("sigint", ["default", "ignored", "blocked"])
+def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_chat(
+    sigint: str, tmp_path: Path
+) -> None:
+    """Ctrl-C with no turn running abandons the typed line; `exit` then leaves cleanly. Also
+    in a harness started with SIGINT ignored or blocked, which a process inherits."""
     model = write_script(tmp_path / "s.json", [{"text": "Only this."}])
-    terminal = Terminal("chat", "--model", model)
+    with inherited_sigint(sigint):
+        terminal = Terminal("chat", "--model", model)
     terminal.expect("Ctrl-D or exit leaves")
     # Type only once the prompt is drawn: input() is reading then, as a person would see.
     terminal.expect(lambda t: t.lines[t.row_of("Ctrl-D or exit leaves") + 1].startswith("›"))
@@ -136,6 +143,25 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_keeps_the_chat(tmp_path: Path)
     terminal.send(b"exit\r")
     assert terminal.wait(timeout=20) == 0, terminal.text
     assert "› real" in terminal.text
+
+
+@contextlib.contextmanager
+def inherited_sigint(how: str) -> Iterator[None]:
+    """SIGINT ignored or blocked in this process while a child starts: the child inherits it."""
+    if how == "ignored":
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    elif how == "blocked":
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    else:
+        yield
 
 
 WITNESS = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from argparse import Namespace
 from collections.abc import Iterator
@@ -130,7 +131,11 @@ def chat(args: Namespace) -> int:
     approval = app.approval(args.approval, questions.ask if questions else None)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     session = app.open(args.session, model, approval=approval)
-    with loop_thread(session) as running, _history(app.home, interactive):
+    with (
+        _ctrl_c_at_the_prompt(interactive),
+        loop_thread(session) as running,
+        _history(app.home, interactive),
+    ):
         view = session_view(
             app,
             session,
@@ -201,6 +206,24 @@ def _prompts(interactive: bool) -> Iterator[str]:
             return
         if line.strip():
             yield utf8_text(line, "the prompt", _RECODE)
+
+
+@contextlib.contextmanager
+def _ctrl_c_at_the_prompt(interactive: bool) -> Iterator[None]:
+    """Ctrl-C at the prompt clears the line, also in a harness started with SIGINT ignored or
+    blocked (which a child inherits: a script's background job, some test runners); the
+    chat owns the terminal's Ctrl-C, as its turns do (`TurnDriver`)."""
+    if not interactive:
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if signal.SIGINT in blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
 @contextlib.contextmanager
