@@ -226,8 +226,12 @@ async def test_go_on_without_an_open_turn_runs_nothing(runtime: Runtime) -> None
 async def test_cancel_right_after_submit_cancels_the_turn_about_to_start(
     runtime: Runtime,
 ) -> None:
-    """The stop button pressed as a turn begins (its task not yet run) stops that turn."""
-    session = runtime.open(None, Closing("m", ["never"]), approval=Approval("auto"), hold=False)
+    """The stop button pressed as soon as the submit is answered stops that turn, however far
+    it got meanwhile (the answer comes once the writer lock is held: the replay may still
+    run, the turn's task may not have begun, or the model may be asked already)."""
+    model = Closing("m", ["never"])
+    model.gate = asyncio.Event()  # never set: only the stop ends this turn
+    session = runtime.open(None, model, approval=Approval("auto"), hold=False)
     assert await session.submit("first") == {"turn": 1}
     assert session.cancel()
     await idle(session)
