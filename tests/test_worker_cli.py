@@ -92,6 +92,14 @@ def workers(url: str, tmp_path: Path) -> Iterator[list[Worker]]:
         worker.stop()
 
 
+def wait_started(runs: Path, what: str) -> None:
+    """Wait until a slow call has written its first line to `runs` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while not runs.exists():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
 def events(url: str, session: str) -> list[dict[str, Any]]:
     shown = run_cli("events", session, "--store", url)
     assert shown.returncode == 0, shown.stderr
@@ -150,10 +158,7 @@ def test_a_worker_killed_mid_call_is_recovered_by_another_without_running_the_ca
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while not runs.exists():
-        assert time.monotonic() < deadline, "the slow call never started"
-        time.sleep(0.1)
+    wait_started(runs, "the slow call never started")
     session = waiting.stdout.readline().strip() if waiting.stdout else ""
     running = executor_of(url, session)
     victim = next(w for w in workers if w.name == running)
@@ -705,10 +710,7 @@ def test_every_connection_of_a_worker_carries_its_name(
     worker = Worker(url, "named", tmp_path, env={"PGAPPNAME": None})
     workers.append(worker)
     run_cli("submit", "--store", url, "--model", model, "slow")
-    deadline = time.monotonic() + 60
-    while not runs.exists():  # mid-turn: the session's writer is open too
-        assert time.monotonic() < deadline, "the turn never started"
-        time.sleep(0.1)
+    wait_started(runs, "the turn never started")  # mid-turn: the session's writer is open too
     ports = socket_ports(worker.process.pid)
     with psycopg.connect(server_url()) as conn:
         names = conn.execute(
@@ -754,10 +756,7 @@ def test_a_worker_stopped_mid_call_hands_the_turn_on_after_its_grace(
     stopping = Worker(url, "stopping", tmp_path)
     workers.append(stopping)
     session = run_cli("submit", "--store", url, "--model", model, "work").stdout.split()[0]
-    deadline = time.monotonic() + 60
-    while not runs.exists():
-        assert time.monotonic() < deadline, "the slow call never started"
-        time.sleep(0.1)
+    wait_started(runs, "the slow call never started")
     started = time.monotonic()
     stopping.process.send_signal(signal.SIGTERM)
     peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
@@ -866,10 +865,7 @@ def test_serve_queue_removes_a_waiting_turn_and_cancels_a_running_one(
         snapshot = client.get(f"/api/sessions/{session}/history").json()["snapshot"]
         assert snapshot["queued"] == ["keep"]
         workers.append(Worker(url, "c", tmp_path))
-        deadline = time.monotonic() + 60
-        while not runs.exists():
-            assert time.monotonic() < deadline, "the turn never started"
-            time.sleep(0.1)
+        wait_started(runs, "the turn never started")
         cancelled = client.post(f"/api/sessions/{session}/cancel")
         assert cancelled.json() == {"cancelled": True}
         page = served.wait_idle(session, timeout=60)
@@ -894,10 +890,7 @@ def test_a_frozen_worker_is_taken_for_dead_when_its_heartbeat_lapses(
     frozen = Worker(url, "frozen", tmp_path)
     workers.append(frozen)
     session = run_cli("submit", "--store", url, "--model", model, "work").stdout.split()[0]
-    deadline = time.monotonic() + 60
-    while not runs.exists():
-        assert time.monotonic() < deadline, "the slow call never started"
-        time.sleep(0.1)
+    wait_started(runs, "the slow call never started")
     frozen.process.send_signal(signal.SIGSTOP)
     stopped = time.monotonic()
     peer = Worker(url, "peer", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"})
