@@ -99,9 +99,7 @@ def visible_to_checks(line: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     if not template.exists():
         shutil.copytree(task / "workspace", template)
         shutil.copytree(task / "check", template / ".plan-bench-check")
-    inside = shlex.quote(".plan-bench-check")
-    check = f"python3 -B -m unittest discover -s {inside} -t {inside} -p 'check_*.py'"
-    return {**line, "workspace": str(template), "check": check}
+    return {**line, "workspace": str(template), "check": BATCH.checks_in(".plan-bench-check")}
 
 
 def tree_digest(root: Path) -> str:

@@ -48,9 +48,14 @@ def task_names() -> list[str]:
 
 
 def check_command(task: str) -> str:
-    """The task's check: its acceptance tests, run from the copy (`-B`: no bytecode written
-    into the read-only check directory)."""
-    tests = shlex.quote(str(TASKS / task / "check"))
+    """The task's check: its acceptance tests, run from the copy."""
+    return checks_in(str(TASKS / task / "check"))
+
+
+def checks_in(directory: str) -> str:
+    """The command that runs the acceptance tests in `directory` (`-B`: no bytecode written
+    into a read-only check directory)."""
+    tests = shlex.quote(directory)
     return f"python3 -B -m unittest discover -s {tests} -t {tests} -p 'check_*.py'"
 
 
