@@ -65,6 +65,30 @@ def test_a_second_writer_process_is_refused_naming_host_and_pid_until_the_first_
         assert log.next_seq == 4
 
 
+def test_a_session_its_writer_closed_opens_again_while_the_old_connection_lingers(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a connection returns before the server's process for it ends, and a lock
+    held by that process lasts until it does: on a busy machine the next open in the same
+    process met the session still locked. A close that leaves the connection open stands in
+    for such a server here; the writer lets its lock go before it closes."""
+    store = PostgresStore(store_url, conformance_registry())
+    with store.create() as log:
+        session_id = log.session_id
+    lingering: list[psycopg.Connection[object]] = []
+    monkeypatch.setattr(psycopg.Connection, "close", lambda conn: lingering.append(conn))
+    try:
+        with store.open(session_id):
+            pass
+        assert lingering, "the writer closed no connection"
+        with store.open(session_id) as log:
+            assert log.next_seq == 1
+    finally:
+        monkeypatch.undo()
+        for conn in lingering:
+            conn.close()
+
+
 def test_kill_9_mid_turn_keeps_what_was_committed_and_the_next_open_repairs_the_turn(
     store_url: str,
 ) -> None:

@@ -55,6 +55,20 @@ COMMIT_NEW: Final = (
 LOCK: Final = "SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '/' || %s, 0))"
 
 
+def let_go(writer: psycopg.Connection[Any]) -> None:
+    """Close a writer's connection, its locks let go first. Closing alone returns before the
+    server's process for the connection has ended, and the lock goes only as it ends: on a
+    busy machine the next open of the session, even in this process, met it still held."""
+    import psycopg
+
+    try:
+        writer.execute("SELECT pg_advisory_unlock_all()")
+    except psycopg.Error:
+        pass  # a dropped connection: its lock goes as the server's process ends
+    finally:
+        writer.close()
+
+
 def row_of(session_id: str, line: bytes) -> Row:
     """An envelope line as its row: the columns are read from the line itself."""
     line = line.removesuffix(b"\n")
@@ -207,7 +221,7 @@ class PostgresLog(SessionLog):
     def release(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
-            writer.close()  # the server lets the advisory lock go with the connection
+            let_go(writer)
 
     def describe(self) -> str:
         return f"session {self.session_id}"

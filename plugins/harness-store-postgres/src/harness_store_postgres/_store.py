@@ -138,7 +138,7 @@ class PostgresStore:
         """A new session, its lock held, its session/start committed with its row."""
         from harness_core.log import SessionStart
 
-        from ._log import PostgresLog
+        from ._log import PostgresLog, let_go
 
         start = SessionStart.new(
             system_prompt=system_prompt,
@@ -155,7 +155,7 @@ class PostgresStore:
             log.append("session/start", start)
             log.commit()
         except BaseException:
-            writer.close()  # nothing was committed: no row, no event
+            let_go(writer)  # nothing was committed: no row, no event
             raise
         return log
 
@@ -175,7 +175,7 @@ class PostgresStore:
 
     def _new_writer(self, session_id: str) -> psycopg.Connection[Any]:
         """A connection holding the writer lock of a session that has no row yet."""
-        from ._log import LOCK
+        from ._log import LOCK, let_go
 
         self.shared()  # the schema check, and the channel the first commit notifies
         writer = self.connect()
@@ -187,12 +187,12 @@ class PostgresStore:
 
                 raise SessionLocked(session_id, None, None)
         except BaseException:
-            writer.close()
+            let_go(writer)
             raise
         return writer
 
     def open(self, session_id: str, *, writable: bool = True) -> PostgresLog:
-        from ._log import PostgresLog
+        from ._log import PostgresLog, let_go
 
         check_session_id(session_id)
         if not writable:
@@ -204,7 +204,7 @@ class PostgresStore:
         try:
             log = self._take(session_id, writer)
         except BaseException:
-            writer.close()
+            let_go(writer)
             raise
         if self.on_append is not None:
             log.listeners.append(partial(self.on_append, log))
