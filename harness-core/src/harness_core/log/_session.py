@@ -51,7 +51,7 @@ __all__ = [
 logger = logging.getLogger("harness.log")
 
 _GRANTS = frozenset({"message/assistant", "tool/approval"})  # the events `Grants` folds
-# Lines a replay parses and folds at a time (`_ingest`): a chunk makes fewer objects than
+# Lines a replay parses and folds at a time (`_fold_lines`): a chunk makes fewer objects than
 # CPython's youngest generation holds before it is collected (700), so few of them are alive
 # when the collector moves survivors on, and a 100,000-event replay starts no full pass
 # (scripts/bench/web.py; 1,000 started three, each walking every object of the process).
@@ -235,19 +235,20 @@ class SessionLog:
         taken = _TAKEN.get() if self._writable else None
         if taken is not None:
             taken()
-        events = self._ingest(lines, 0)
+        events = self._fold_lines(lines, 0)
         if self._checker is not None:
             self._checker = InvariantChecker.from_tail(events)
         return events
 
-    def _ingest(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
+    def _fold_lines(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
         """Parse and fold `lines` a chunk at a time: a writer's replay lets each chunk's
         events go before it parses the next, so they die young instead of all living to the
         end of the replay, where each full pass of the garbage collector would walk them (on
-        a host, with every other thread waiting for the interpreter)."""
-        reader = self._events is not None
-        new: list[Event] = []  # a reader's, all of them
-        tail: list[Event] = []  # a checked writer's, from the last turn boundary on
+        a host, with every other thread waiting for the interpreter). The new events are
+        returned: a reader's all, a checked writer's from the last turn boundary on."""
+        held = self._events
+        first = len(held) if held is not None else 0
+        tail: list[Event] = []
         problems: list[str] = []
         types: set[str] = set()
         expected, number = first_seq, self._lines + 1
@@ -258,9 +259,8 @@ class SessionLog:
             problems += found
             if events:
                 expected = events[-1].seq + 1
-            if self._events is not None:
-                self._events.extend(events)
-                new += events
+            if held is not None:
+                held.extend(events)
             elif self._checker is not None:
                 tail = _from_boundary(tail, events)
             for event in events:
@@ -272,7 +272,7 @@ class SessionLog:
         for problem in problems:
             logger.warning("%s: %s", self.describe(), problem)
         self.problems.extend(problems)
-        return new if reader else tail
+        return held[first:] if held is not None else tail
 
     def _fold(self, event: Event) -> None:
         """Fold one event, in seq order, into what the log keeps besides the projection."""
@@ -292,7 +292,7 @@ class SessionLog:
         lines = self.unread_lines()
         if not lines:
             return []
-        events = self._ingest(lines, self.next_seq)
+        events = self._fold_lines(lines, self.next_seq)
         self._lines += len(lines)
         return events
 
