@@ -1269,6 +1269,8 @@ def test_a_long_run_folds_into_a_group_jump_to_latest_and_a_finished_plan_collap
         send(page, "Look at everything")
         answer = page.locator("[data-testid=message][data-role=assistant]").last  # type: ignore[attr-defined]
         expect(answer).to_contain_text("Line 79 of the report.", timeout=20000)
+        send_button = page.locator("[data-testid=send]")  # type: ignore[attr-defined]
+        expect(send_button).to_have_attribute("data-state", "send")  # the turn ended
         jump = page.locator("[data-testid=jump-latest]")  # type: ignore[attr-defined]
         expect(jump).to_be_hidden()
         page.locator("#messages").evaluate("(box) => box.scrollTo(0, 0)")  # type: ignore[attr-defined]
@@ -1291,6 +1293,36 @@ def test_a_long_run_folds_into_a_group_jump_to_latest_and_a_finished_plan_collap
         expect(toggle).to_have_attribute("aria-expanded", "false")
         toggle.click()
         expect(dock.locator("[data-testid=todo-item]")).to_have_count(1)
+
+
+RUNNING_LONG = [*({"tool_calls": [bash_call(f"echo {n}")]} for n in range(12))]
+RUNNING_LONG.append({"tool_calls": [bash_call("sleep 30")]})
+
+
+def test_a_running_group_shows_its_newest_rows_and_every_row_once_the_turn_ends(
+    browser: object, tmp_path: Path, harness_home: Path
+) -> None:
+    """While a long run streams in, its open group shows the newest eight rows only (a
+    thousand-command run lays out as a short one each frame); once the turn ends, the group
+    folds, and opening it shows every row."""
+    expect = playwright_api.expect
+    model = write_script(tmp_path / "running.json", RUNNING_LONG)
+    with serve(harness_home, "--model", model) as served, device_page(browser, "desk") as page:
+        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+        send(page, "Run them all")
+        group = page.locator("[data-testid=tool-group]")  # type: ignore[attr-defined]
+        rows = group.locator("[data-testid=tool-row]")
+        expect(rows).to_have_count(13, timeout=20000)
+        expect(group).to_have_attribute("open", "")
+        expect(group.locator(".group-line")).to_have_text("Ran 13 commands · 1 running")
+        expect(group.locator("[data-testid=tool-row]:visible")).to_have_count(8)
+        expect(rows.first).to_be_hidden()
+        expect(rows.last).to_be_visible()
+        page.locator("[data-testid=send]").click()  # type: ignore[attr-defined]  # Stop
+        expect(page.locator(".turn-note")).to_have_text("turn cancelled", timeout=15000)  # type: ignore[attr-defined]
+        expect(group).not_to_have_attribute("open", "")
+        group.locator(".group-line").click()
+        expect(group.locator("[data-testid=tool-row]:visible")).to_have_count(13)
 
 
 @BOTH

@@ -365,7 +365,9 @@ const GROUP_AFTER = 3;
 function place(into, row) {
   const last = into.lastElementChild;
   if (last?.classList.contains("tool-group")) {
-    last.querySelector(".group-rows").append(row);
+    const rows = last.querySelector(".group-rows");
+    rows.append(row);
+    if (last.dataset.auto) rows.children[rows.children.length - 1 - LIVE_ROWS]?.classList.add("older");
     regroup(last);
     return;
   }
@@ -377,14 +379,23 @@ function place(into, row) {
   const group = el("details", { class: "tool-group", "data-testid": "tool-group" });
   const rows = el("div", { class: "group-rows" });
   const line = el("summary", { class: "group-line" });
-  // A group that forms while its turn runs stays open, so the run can be watched; it folds
-  // when the turn ends, unless the reader opened or closed it meanwhile.
   if (into === $("log") && state.running) { group.open = true; group.dataset.auto = "1"; }
-  line.onclick = () => { delete group.dataset.auto; };
+  line.onclick = () => showAll(group);
   group.append(line, rows);
   into.append(group);
   rows.append(...run);
   regroup(group);
+}
+
+// A group that forms while its turn runs stays open, so the run can be watched: its newest
+// LIVE_ROWS rows show and older ones fold away (CSS), so a run of a thousand commands lays out
+// as a short one each frame. The group folds when the turn ends, unless the reader opened or
+// closed it meanwhile; either way every row shows from then on.
+const LIVE_ROWS = 8;
+
+function showAll(group) {
+  delete group.dataset.auto;
+  for (const row of group.querySelectorAll(".group-rows > .older")) row.classList.remove("older");
 }
 
 // A group's line is counted again once a frame, however many of its rows changed.
@@ -397,14 +408,12 @@ function regroup(group) {
 
 function countGroups() {
   for (const group of regrouping) {
-    const rows = group.querySelector(".group-rows").children;
-    let failed = 0, running = 0, commands = 0;
-    for (const row of rows) {
-      if (row.dataset.state === "error") failed += 1;
-      else if (row.dataset.state !== "ok") running += 1;
-      if (row.dataset.tool === "bash") commands += 1;
-    }
-    const what = commands === rows.length ? "command" : "tool call";
+    // Counted by selector, natively: a loop reading each row's dataset took milliseconds a
+    // frame once a long run's group held a thousand rows.
+    const box = group.querySelector(".group-rows"), rows = box.children;
+    const count = (selector) => box.querySelectorAll(`:scope > ${selector}`).length;
+    const failed = count("[data-state=error]"), running = rows.length - failed - count("[data-state=ok]");
+    const what = count("[data-tool=bash]") === rows.length ? "command" : "tool call";
     const line = [`Ran ${rows.length} ${what}${rows.length === 1 ? "" : "s"}`];
     if (failed) line.push(`${failed} failed`);
     if (running) line.push(`${running} running`);
@@ -558,6 +567,7 @@ function streamDelta(delta) {
 
 function endStreaming() {
   state.streaming = "";
+  if ($("streaming").hidden) return;  // each message ends a stream, most of them none
   $("streaming").hidden = true;
   $("streaming").textContent = "";
 }
@@ -599,7 +609,7 @@ function working(running) {
   button.setAttribute("aria-label", running ? "Stop the turn" : "Send the prompt");
   $("working").hidden = !running;
   if (!running) {
-    for (const group of $("log").querySelectorAll(".tool-group[data-auto]")) { group.open = false; delete group.dataset.auto; }
+    for (const group of $("log").querySelectorAll(".tool-group[data-auto]")) { group.open = false; showAll(group); }
   }
   if (running && state.follow) endSoon();
 }
