@@ -1220,6 +1220,9 @@ async function start() {
   route();
   followActivity();
   setInterval(retime, 60000);
+  // The formatters load the locale's data when first used: made while the page is idle, not in
+  // the task that draws a new session's first events.
+  requestIdleCallback(() => { CLOCK.format(Date.now()); MOMENT.format(Date.now()); });
 }
 
 start().catch((error) => { if (error.status !== 401) showError(error); });
