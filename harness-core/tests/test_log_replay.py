@@ -22,6 +22,7 @@ from harness_core.log import (
     UserMessage,
     derive_messages,
     read_lines,
+    replayed,
 )
 
 WriteTurn = Callable[[SessionLog, str], int]
@@ -336,3 +337,50 @@ def test_a_writers_replay_starts_no_full_garbage_collection(store: SessionStore)
     writer.close()
     assert writer.next_seq == 60_001
     assert full == []
+
+
+def test_a_reader_keeps_lines_and_folds_a_hosts_view_as_it_opens(store: SessionStore) -> None:
+    """A reader of a 60,000-event session (the web host holds one for each session it shows)
+    keeps its lines, not 60,000 objects that each full pass of the collector would walk; a
+    host's own fold (`replayed`) sees every event once as it opens, and a page of its history
+    or what came after a seq is parsed from those lines when asked."""
+    import gc
+
+    with store.create() as log:
+        for turn in range(1, 20_001):
+            log.append("turn/start", {}, turn=turn)
+            log.append("message/user", {"text": f"prompt {turn}"}, turn=turn)
+            log.append("turn/end", {"status": "completed"}, turn=turn)
+        session = log.session_id
+    folded: list[int] = []
+    gc.collect()
+    before = len(gc.get_objects())
+    with replayed(lambda events: folded.extend(e.seq for e in events)):
+        reader = store.open(session, writable=False)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 1_000
+    assert folded == list(range(60_001))
+    page, more = reader.tail(50)
+    assert ([e.seq for e in page], more) == (list(range(59_951, 60_001)), True)
+    older, more = reader.tail(50, before=30)
+    assert ([e.seq for e in older], more) == (list(range(30)), False)
+    assert [(e.seq, e.type) for e in reader.events_after(59_998)] == [
+        (59_999, "message/user"),
+        (60_000, "turn/end"),
+    ]
+
+
+def test_a_readers_pages_skip_a_damaged_line_as_its_open_did(
+    log_store: SessionStore, log_turn: WriteTurn
+) -> None:
+    """A line skipped on open (with its problem) is in no page: the seqs still find theirs."""
+    path = _session(log_store, log_turn, turns=1)
+    with path.open("ab") as handle:
+        handle.write(b"garbage\n")
+        handle.write(b'{"seq":10,"type":"turn/start","ts":"t","data":{},"turn":2}\n')
+    reader = FileLog.open(path, log_store.registry, writable=False)
+    assert "line 10: not JSON; skipped" in reader.problems
+    assert [e.seq for e in reader.events_after(7)] == [8, 10]
+    page, more = reader.tail(2, before=10)
+    assert ([e.seq for e in page], more) == ([7, 8], True)
+    assert [e.seq for e in reader.events] == [*range(9), 10]

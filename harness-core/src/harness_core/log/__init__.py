@@ -45,7 +45,14 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         MessageProjection,
         derive_messages,
     )
-    from ._session import EventSink, LogWriteError, ReadOnlyLog, SessionLog, writer_taken
+    from ._session import (
+        EventSink,
+        LogWriteError,
+        ReadOnlyLog,
+        SessionLog,
+        replayed,
+        writer_taken,
+    )
     from ._store import SessionStore, default_home
     from ._stores import (
         TITLE_MAX,
@@ -128,6 +135,7 @@ _EXPORTS: Final = {
     "dev_mode": "_invariants",
     "find_latest": "_tail",
     "last_event": "_tail",
+    "replayed": "_session",
     "writer_taken": "_session",
     "read_lines": "_file",
 }
@@ -191,6 +199,7 @@ __all__ = [
     "plan_copy",
     "read_lines",
     "redact_url",
+    "replayed",
     "scheme_of",
     "writer_taken",
 ]

@@ -20,6 +20,7 @@ only once it holds the session's writer lock. See docs/log.md, "Stores".
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -78,6 +79,25 @@ def writer_taken(callback: Callable[[], object]) -> Iterator[None]:
         yield
     finally:
         _TAKEN.reset(token)
+
+
+# Who folds the events of each chunk a replay parses, in this context (`replayed`).
+_REPLAYED: ContextVar[Callable[[list[Event]], object] | None] = ContextVar(
+    "harness_replayed", default=None
+)
+
+
+@contextmanager
+def replayed(callback: Callable[[list[Event]], object]) -> Iterator[None]:
+    """Within this block (this thread's context), `callback(events)` gets each chunk of
+    events a store's replay parses, oldest first: a host folds its own view of a session (the
+    web host's snapshot) as the session opens, instead of parsing it a second time (a reader
+    keeps lines, see `SessionLog`)."""
+    token = _REPLAYED.set(callback)
+    try:
+        yield
+    finally:
+        _REPLAYED.reset(token)
 
 
 class ReadOnlyLog(RuntimeError):
@@ -147,6 +167,11 @@ def _from_boundary(tail: list[Event], events: list[Event]) -> list[Event]:
     return tail + events
 
 
+def _parsed(lines: list[bytes]) -> list[Event]:
+    """Lines a replay accepted, as events again (its problems were reported then)."""
+    return parse_lines(lines)[0]
+
+
 def _unknown_types(types: set[str], registry: EventTypeRegistry) -> list[str]:
     unknown = types - set(registry.names())
     return [f"unknown event type {t!r} kept and skipped" for t in sorted(unknown)]
@@ -167,17 +192,21 @@ class _Carried:
 class SessionLog:
     """One session's event log, open for writing (the one writer) or reading.
 
-    A reader holds every event (`events`). A writer holds none: only what its turns read
-    (the message projection, the newest event of each type, the session's grants and its
-    session/start), so its memory follows the model's history, not the session's length;
-    anything older is read back from the store on demand (`history`).
+    A reader keeps every event's line as read, and parses those asked for (`events`,
+    `events_after`, `tail`): bytes are objects the garbage collector never walks, where a host
+    showing a 100,000-event session as Event objects had each full collection walk them all.
+    A writer holds none: only what its turns read (the message projection, the newest event of
+    each type, the session's grants and its session/start), so its memory follows the model's
+    history, not the session's length; anything older is read back from the store on demand
+    (`history`).
     """
 
     def __init__(self, session_id: str, registry: EventTypeRegistry, *, writable: bool) -> None:
         self.session_id = session_id
         self.registry = registry
         self._writable = writable
-        self._events: list[Event] | None = None if writable else []
+        self._kept: list[bytes] | None = None if writable else []  # a reader's lines
+        self._kept_seqs: list[int] = []  # their seqs, in order
         self.problems: list[str] = []
         # Compaction seq -> what plugins carry across it, until the projection folds it. The
         # projection gets the dict's own method, not one of this log's: a log in a reference
@@ -225,54 +254,64 @@ class SessionLog:
 
     # -- replay ----------------------------------------------------------------------------
 
-    def replay(self, lines: Iterable[bytes]) -> list[Event]:
+    def replay(self, lines: Iterable[bytes]) -> None:
         """Fold the session's stored lines, oldest first: what a store does once, when it
         opens a session. A line that is not a well-formed envelope in sequence is skipped
-        with a problem (`problems`), an unknown type kept with one. The events are returned:
-        a reader's all, a writer's (which keeps none, see the class) from the last turn/start
-        or turn/end on, where the development-mode checks go on from. A writer's replay first
+        with a problem (`problems`), an unknown type kept with one. A writer's development-
+        mode checks go on from its last turn/start or turn/end. A writer's replay first
         tells whoever listens (`writer_taken`) that it holds the lock."""
         taken = _TAKEN.get() if self._writable else None
         if taken is not None:
             taken()
-        events = self._fold_lines(lines, 0)
+        tail = self._fold_lines(lines, 0, observe=_REPLAYED.get())
         if self._checker is not None:
-            self._checker = InvariantChecker.from_tail(events)
-        return events
+            self._checker = InvariantChecker.from_tail(tail)
 
-    def _fold_lines(self, lines: Iterable[bytes], first_seq: int) -> list[Event]:
+    def _fold_lines(
+        self,
+        lines: Iterable[bytes],
+        first_seq: int,
+        *,
+        fresh: bool = False,
+        observe: Callable[[list[Event]], object] | None = None,
+    ) -> list[Event]:
         """Parse and fold `lines` a chunk at a time: a writer's replay lets each chunk's
         events go before it parses the next, so they die young instead of all living to the
         end of the replay, where each full pass of the garbage collector would walk them (on
-        a host, with every other thread waiting for the interpreter). The new events are
-        returned: a reader's all, a checked writer's from the last turn boundary on."""
-        held = self._events
-        first = len(held) if held is not None else 0
+        a host, with every other thread waiting for the interpreter). What is returned: a
+        refresh's new events (`fresh`), else a checked writer's from the last turn boundary on.
+        """
+        kept = self._kept
+        new: list[Event] = []
         tail: list[Event] = []
         problems: list[str] = []
         types: set[str] = set()
         expected, number = first_seq, self._lines + 1
         lines = iter(lines)
         while chunk := list(islice(lines, _CHUNK)):
-            events, found = parse_lines(chunk, expected, number)
+            events, found = parse_lines(chunk, expected, number, raw=kept)
             number += len(chunk)
             problems += found
             if events:
                 expected = events[-1].seq + 1
-            if held is not None:
-                held.extend(events)
+            if kept is not None:
+                self._kept_seqs += [event.seq for event in events]
+            if fresh:
+                new += events
             elif self._checker is not None:
                 tail = _from_boundary(tail, events)
             for event in events:
                 self._fold(event)
             self.projection.fold_all(events)  # opening yields a ready projection
+            if observe is not None:
+                observe(events)
             types.update(e.type for e in events)
         self.committed_seq = self._last_seq  # what a store reads back is committed
         problems += _unknown_types(types, self.registry)
         for problem in problems:
             logger.warning("%s: %s", self.describe(), problem)
         self.problems.extend(problems)
-        return held[first:] if held is not None else tail
+        return new if fresh else tail
 
     def _fold(self, event: Event) -> None:
         """Fold one event, in seq order, into what the log keeps besides the projection."""
@@ -292,7 +331,7 @@ class SessionLog:
         lines = self.unread_lines()
         if not lines:
             return []
-        events = self._fold_lines(lines, self.next_seq)
+        events = self._fold_lines(lines, self.next_seq, fresh=True)
         self._lines += len(lines)
         return events
 
@@ -308,14 +347,16 @@ class SessionLog:
 
     @property
     def events(self) -> list[Event]:
-        """Every event, oldest first. A reader holds them; a writer reads them back from its
-        store each time (see the class), which is for inspection, never a turn's path."""
-        return self._events if self._events is not None else list(self.history())
+        """Every event, oldest first, parsed anew each time (see the class): for inspection
+        and one-off reads, never a turn's path."""
+        return list(self.history())
 
     def history(self) -> Iterator[Event]:
-        """Every event, oldest first, a block of the store at a time for a writer."""
-        if self._events is not None:
-            yield from self._events
+        """Every event, oldest first: a reader's a chunk of its lines at a time, a writer's a
+        block of its store at a time."""
+        if self._kept is not None:
+            for start in range(0, len(self._kept), _CHUNK):
+                yield from _parsed(self._kept[start : start + _CHUNK])
             return
         expected = 0
         for block in self.stored_blocks():
@@ -323,6 +364,23 @@ class SessionLog:
             if events:
                 expected = events[-1].seq + 1
             yield from events
+
+    def events_after(self, seq: int) -> list[Event]:
+        """The events after `seq`, oldest first (a reader finds them by seq)."""
+        if self._kept is None:
+            return [event for event in self.history() if event.seq > seq]
+        return _parsed(self._kept[bisect.bisect_right(self._kept_seqs, seq) :])
+
+    def tail(self, limit: int, *, before: int | None = None) -> tuple[list[Event], bool]:
+        """The last `limit` events before seq `before` (of all, when None), oldest first, and
+        whether older ones exist: a page of the history (a reader finds it by seq)."""
+        if self._kept is None:
+            events = [e for e in self.history() if before is None or e.seq < before]
+            return events[max(0, len(events) - limit) :], len(events) > limit
+        seqs = self._kept_seqs
+        end = len(seqs) if before is None else bisect.bisect_left(seqs, before)
+        start = max(0, end - limit)
+        return _parsed(self._kept[start:end]), start > 0
 
     @property
     def writable(self) -> bool:

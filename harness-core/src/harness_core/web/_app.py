@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from .. import secret
 from ..hosts import DockEntry, one_line
-from ..log import NotASession, SessionLocked, SessionNotFound
+from ..log import Event, NotASession, SessionLocked, SessionNotFound
 from ._hub import ANSWERS, Busy, Hub, NotWaiting
 
 __all__ = ["create_app"]
@@ -189,9 +189,9 @@ def create_app(
             last = int(after) if after is not None else -1
         except ValueError:
             raise _Unprocessable("Last-Event-ID (or after) must be a seq number") from None
-        queue, backlog = await hub.subscribe(session_id)
+        queue, missed, last = await hub.subscribe(session_id, last)
         return EventSourceResponse(
-            _stream(hub, session_id, queue, backlog, last, request), ping=HEARTBEAT
+            _stream(hub, session_id, queue, missed, last, request), ping=HEARTBEAT
         )
 
     async def activity(request: Request) -> Response:
@@ -240,19 +240,15 @@ async def _stream(
     hub: Hub,
     session_id: str,
     queue: asyncio.Queue[tuple[str, dict[str, Any]]],
-    backlog: Sequence[Any],
+    missed: Sequence[Event],
     last: int,
     request: Request,
 ) -> AsyncIterator[ServerSentEvent]:
-    """What the client missed (seq > last), then everything live; a reconnect resumes."""
+    """What the client missed (`Hub.subscribe`), up to seq `last`, then everything live; a
+    reconnect resumes."""
     try:
-        # A client ahead of this log (it followed another log under this id) would wait for
-        # seqs that passed: it goes on from the newest, and the snapshot's seq tells it so.
-        last = min(last, backlog[-1].seq if backlog else -1)
-        missed = [event for event in list(backlog) if event.seq > last]
         for event in missed:
             yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
-        last = missed[-1].seq if missed else last
         live = await hub.live(session_id)
         for row in hub.rows(live, missed).values():  # the rows those events make or finish
             yield ServerSentEvent(json.dumps(row), event="row")

@@ -23,7 +23,6 @@ appends (`tool/approval`) reaches the page like any other event.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 import time
@@ -35,7 +34,7 @@ from typing import Any, Final
 from .. import secret
 from ..hosts import SessionSnapshot, ToolRow, TurnQueue, approval_note, one_line
 from ..hosts._present import call_label, result_suffix
-from ..log import Event, SessionLog, SessionSummary, check_title
+from ..log import Event, SessionLog, SessionSummary, check_title, replayed
 from ..loop import Answer, Approval, ApprovalRequest, Asker
 from ..models import Model
 from ..runtime import Runtime, SessionRuntime
@@ -46,7 +45,6 @@ logger = logging.getLogger("harness.web")
 
 WATCH_INTERVAL: Final = 0.25  # seconds between looks at a file another process writes
 MAX_SESSIONS: Final = 64  # sessions held in memory; idle ones beyond it are evicted
-_YIELD_EVERY: Final = 500  # events folded between two chances for the event loop's thread
 
 # What subscribers receive: ("event", envelope), ("delta", {...}), ("row", {...}),
 # ("approval", {...}) or ("snapshot", {...}).
@@ -200,13 +198,17 @@ class Hub:
         return live
 
     def _fold(self, session_id: str) -> tuple[SessionLog, SessionSnapshot]:
-        """The session's reader and its snapshot, folded (in a worker thread)."""
-        reader = self.runtime.reader(session_id)
+        """The session's reader and its snapshot, folded as the reader replays the session
+        (in a worker thread)."""
         snapshot = SessionSnapshot(self.runtime.host.hooks.snapshot_fields())
-        for n, event in enumerate(reader.events):
-            snapshot.apply(event)
-            if n % _YIELD_EVERY == 0:
-                time.sleep(0)  # the event loop's thread gets the interpreter now and then
+
+        def fold(events: list[Event]) -> None:
+            for event in events:
+                snapshot.apply(event)
+            time.sleep(0)  # the event loop's thread gets the interpreter now and then
+
+        with replayed(fold):
+            reader = self.runtime.reader(session_id)
         return reader, snapshot
 
     async def sessions(self) -> list[SessionSummary]:
@@ -235,13 +237,10 @@ class Hub:
     async def page(self, session_id: str, *, limit: int, before: int | None) -> dict[str, Any]:
         """A history page: the tail with its snapshot, or an older page without one."""
         live = await self.live(session_id)
-        events = live.reader.events
-        end = len(events) if before is None else bisect.bisect_left(events, before, key=_seq)
-        start = max(0, end - limit)
-        page = events[start:end]
+        page, more = live.reader.tail(limit, before=before)
         return {
             "events": [event.to_json() for event in page],
-            "before": page[0].seq if start > 0 else None,
+            "before": page[0].seq if more else None,
             "snapshot": self.snapshot(live) if before is None else None,
             "rows": self.rows(live, page),
         }
@@ -433,13 +432,19 @@ class Hub:
         for queue in list(live.subscribers):
             queue.put_nowait(message)
 
-    async def subscribe(self, session_id: str) -> tuple[asyncio.Queue[Message], list[Event]]:
-        """A queue of what comes next, and every event so far (to resend what a client lacks)."""
+    async def subscribe(
+        self, session_id: str, after: int
+    ) -> tuple[asyncio.Queue[Message], list[Event], int]:
+        """A queue of what comes next, the events after seq `after` (what the client lacks),
+        and the seq the client is at then. A client ahead of this log (it followed another log
+        under this id) would wait for seqs that passed: it goes on from the newest."""
         live = await self.live(session_id)
         queue: asyncio.Queue[Message] = asyncio.Queue()
         live.subscribers.add(queue)
         self._follow(session_id, live)
-        return queue, live.reader.events
+        after = min(after, live.reader.next_seq - 1)
+        missed = live.reader.events_after(after)
+        return queue, missed, missed[-1].seq if missed else after
 
     def unsubscribe(self, session_id: str, queue: asyncio.Queue[Message]) -> None:
         live = self._live.get(session_id)
@@ -541,7 +546,3 @@ class Hub:
             state = "is not waiting for an answer" if known else "is not a call of this session"
             raise NotWaiting(f"call {call_id} {state}", known=known)
         question.answer.set_result(answer)
-
-
-def _seq(event: Event) -> int:
-    return event.seq
