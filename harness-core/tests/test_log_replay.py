@@ -309,6 +309,16 @@ def test_refresh_reports_a_garbled_line_with_its_problem(
     assert any("seq jumps from 8 to 10" in p for p in reader.problems)
 
 
+def _long_session(store: SessionStore) -> str:
+    """A session of 20,000 one-prompt turns: 60,001 events."""
+    with store.create() as log:
+        for turn in range(1, 20_001):
+            log.append("turn/start", {}, turn=turn)
+            log.append("message/user", {"text": f"prompt {turn}"}, turn=turn)
+            log.append("turn/end", {"status": "completed"}, turn=turn)
+        return log.session_id
+
+
 def test_a_writers_replay_starts_no_full_garbage_collection(store: SessionStore) -> None:
     """A writer keeps none of the events it replays, and lets them go as it goes: opening a
     60,000-event session starts no full pass of the collector, which on a host would walk
@@ -316,12 +326,7 @@ def test_a_writers_replay_starts_no_full_garbage_collection(store: SessionStore)
     host's other clients did, 100 ms and more a pass)."""
     import gc
 
-    with store.create() as log:
-        for turn in range(1, 20_001):
-            log.append("turn/start", {}, turn=turn)
-            log.append("message/user", {"text": f"prompt {turn}"}, turn=turn)
-            log.append("turn/end", {"status": "completed"}, turn=turn)
-        session = log.session_id
+    session = _long_session(store)
     full: list[int] = []
 
     def count(phase: str, info: dict[str, int]) -> None:
@@ -346,12 +351,7 @@ def test_a_reader_keeps_lines_and_folds_a_hosts_view_as_it_opens(store: SessionS
     or what came after a seq is parsed from those lines when asked."""
     import gc
 
-    with store.create() as log:
-        for turn in range(1, 20_001):
-            log.append("turn/start", {}, turn=turn)
-            log.append("message/user", {"text": f"prompt {turn}"}, turn=turn)
-            log.append("turn/end", {"status": "completed"}, turn=turn)
-        session = log.session_id
+    session = _long_session(store)
     folded: list[int] = []
     gc.collect()
     before = len(gc.get_objects())
