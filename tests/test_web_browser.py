@@ -1307,8 +1307,12 @@ def test_a_running_group_shows_its_newest_rows_and_every_row_once_the_turn_ends(
     folds, and opening it shows every row."""
     expect = playwright_api.expect
     model = write_script(tmp_path / "running.json", RUNNING_LONG)
-    with serve(harness_home, "--model", model) as served, device_page(browser, "desk") as page:
-        page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
+    with (
+        serve(harness_home, "--model", model) as served,
+        served.client() as client,
+        device_page(browser, "desk") as page,
+    ):
+        open_session(page, served, client.post("/api/sessions", json={}).json()["id"])
         send(page, "Run them all")
         group = page.locator("[data-testid=tool-group]")  # type: ignore[attr-defined]
         rows = group.locator("[data-testid=tool-row]")
