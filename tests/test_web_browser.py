@@ -890,7 +890,7 @@ def test_a_queued_prompt_can_be_taken_back_to_edit_or_removed(
     (it never runs); edit takes it back into the prompt box; the item's text stays the prompt."""
     model = write_script(
         tmp_path / "slow.json",
-        [{"tool_calls": [bash_call("sleep 4")]}, {"text": "first"}, {"text": "kept"}],
+        [{"tool_calls": [bash_call("sleep 8")]}, {"text": "first"}, {"text": "kept"}],
     )
     expect = playwright_api.expect
     items = page.locator("[data-testid=queue-item]")  # type: ignore[attr-defined]
@@ -1399,8 +1399,9 @@ FOCUSED = (
 def test_opening_with_enter_focuses_the_prompt_and_tabbing_past_load_earlier_loads_nothing(
     browser: object, device: str, harness_home: Path
 ) -> None:
-    """A session opened from the list with Enter puts focus in the prompt; Tab onto "Load
-    earlier events" and past it loads nothing; Enter on it loads the older page."""
+    """A session opened from the list with Enter puts focus in the prompt (the link keeps its
+    focus while the list is made again); Tab onto "Load earlier events" and past it loads
+    nothing; Enter on it loads the older page."""
     expect = playwright_api.expect
     answers = [f"Answer {n}, a paragraph of its own." for n in range(300)]
     session = seeded(harness_home, ("Tell me a lot", *answers))
@@ -1408,7 +1409,14 @@ def test_opening_with_enter_focuses_the_prompt_and_tabbing_past_load_earlier_loa
         page.goto(f"{served.url}?token={served.token}")  # type: ignore[attr-defined]
         if device == "phone":
             page.click("[data-testid=sessions-toggle]")  # type: ignore[attr-defined]
-        page.focus(f"[data-testid=session-link][data-id='{session}']")  # type: ignore[attr-defined]
+        link = page.locator(f"[data-testid=session-link][data-id='{session}']")  # type: ignore[attr-defined]
+        expect(link).to_be_visible()  # on a phone, once the drawer is open
+        link.focus()
+        expect(link).to_be_focused()
+        # The list made again (here: the tab coming back into view) keeps the link's focus.
+        with page.expect_response(lambda response: response.url.endswith("/api/sessions")):  # type: ignore[attr-defined]
+            page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # type: ignore[attr-defined]
+        expect(link).to_be_focused()
         page.keyboard.press("Enter")  # type: ignore[attr-defined]
         page.wait_for_selector(f"body[data-session='{session}']")  # type: ignore[attr-defined]
         expect(page.locator("[data-testid=prompt]")).to_be_focused()  # type: ignore[attr-defined]

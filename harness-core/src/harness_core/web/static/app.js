@@ -830,7 +830,11 @@ async function listSessions() {
   if (state.renaming) { state.relist = true; return; }  // a title being typed is not swept away
   const { sessions } = await api("/api/sessions");
   if (state.renaming) { state.relist = true; return; }
+  // A link that has focus keeps it in the new list: a list made again (a tab coming back, a
+  // session starting elsewhere) must not drop a keyboard user's place, or their Enter.
+  const focused = $("sessions").contains(document.activeElement) ? document.activeElement.dataset.id : undefined;
   $("sessions").replaceChildren(...sessions.map(sessionEntry));
+  if (focused) $("sessions").querySelector(`[data-testid=session-link][data-id="${CSS.escape(focused)}"]`)?.focus();
   const current = sessions.find((s) => s.id === state.id);
   if (current) { state.title = current.title || ""; $("session-title").textContent = state.title; retitle(); }
   filterSessions();
@@ -1178,15 +1182,17 @@ async function start() {
     askToken("This page needs the server's token: paste the URL harness serve printed (or the token alone).");
     return;
   }
+  // The drawer and the list answer at once, not after the server's first answers: a tap on
+  // Sessions while the page starts would otherwise do nothing.
+  $("sessions-toggle").onclick = () => openDrawer(!document.body.classList.contains("drawer-open"));
+  $("backdrop").onclick = closeDrawer;
+  $("sessions").onclick = closeDrawer;  // a chosen session, even the one on screen
+  $("search").oninput = filterSessions;
   state.config = await api("/api/config");
   await pickModels();
   $("demo").hidden = state.config.model !== null;
   $("demo").onclick = () => runDemo().catch(showError);
   $("new-session").onclick = blankSession;
-  $("sessions-toggle").onclick = () => openDrawer(!document.body.classList.contains("drawer-open"));
-  $("backdrop").onclick = closeDrawer;
-  $("sessions").onclick = closeDrawer;  // a chosen session, even the one on screen
-  $("search").oninput = filterSessions;
   $("composer").onsubmit = (event) => {
     event.preventDefault();
     if (state.running && event.submitter === $("send")) $("cancel").click();  // Send is Stop now
