@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from harness_core.log import Event, EventTypeRegistry, FileLog, Notify, SessionStore
+from harness_core.log import EventTypeRegistry, FileLog, Notify, SessionStore
 from harness_core.loop import Approval
 from harness_core.models import ModelBase, ModelResponse
 from harness_core.runtime import Runtime
@@ -206,8 +206,8 @@ class HeldReplay(SessionStore):
         store = self
 
         class Held(FileLog):
-            def replay(self, lines: Iterable[bytes]) -> list[Event]:
-                return super().replay(store.read_slowly(lines))
+            def replay(self, lines: Iterable[bytes]) -> None:
+                super().replay(store.read_slowly(lines))
 
         return Held.open(self.path(session_id), self.registry, observer=self.on_append)
 
@@ -231,7 +231,11 @@ async def test_a_posted_turn_is_answered_before_the_writers_replay_ends(
     session = await hub.create(None)
     await hub.submit(session, "first", None)
     live = await hub.live(session)
-    await until(lambda: live.session.log is None, "the first turn lets the writer go")
+
+    def first_over() -> bool:  # the writer is None also while the first turn's still replays
+        return not live.session.busy and live.session.log is None
+
+    await until(first_over, "the first turn lets the writer go")
     store.held = True
     posting = asyncio.get_running_loop().create_task(hub.submit(session, "second", None))
     try:
