@@ -151,9 +151,12 @@ def test_the_recipe_runs_end_to_end_and_its_statistics_are_the_independent_ones(
     ran = run_cli(
         "batch", str(batch_file), "--store", url, "--repeat", str(REPEATS), "--wait", timeout=1100
     )
-    assert ran.returncode == 0, ran.stdout + ran.stderr
     batch = ran.stdout.splitlines()[0].removeprefix("batch ")
     report = json.loads(run_cli("batch", "status", batch, "--json", "--store", url).stdout)
+    if ran.returncode != 0:  # say which samples failed, and how their turns ended
+        failed = [t for t in report["tasks"] if t["status"] in ("error", "max_steps", "cancelled")]
+        ends = [run_cli("show", t["session"], "--store", url).stdout[-1500:] for t in failed]
+        pytest.fail("\n".join([ran.stdout, ran.stderr, json.dumps(failed, indent=1), *ends]))
 
     # Every sample ran in a copy of its own: the templates are as they were.
     assert tree_digest(BENCH / "tasks") == before

@@ -332,8 +332,13 @@ def test_a_sandbox_cgroup_is_removed_with_its_sandbox(workspace: Path, harness_h
 def _sandbox_cgroups() -> set[Path]:
     """The cgroups this process's sandboxes have now, in every hierarchy."""
     prefix = f"{os.getpid()}-"
-    found = Path("/sys/fs/cgroup").rglob(f"harness-sandbox/{prefix}*")
-    return {path for path in found if path.is_dir()}
+    found = set()
+    # A walk, not rglob: other test processes' sandboxes remove their cgroups meanwhile, and
+    # rglob fails on a directory that goes while it looks (os.walk skips it).
+    for parent, directories, _ in os.walk("/sys/fs/cgroup"):
+        if Path(parent).name == "harness-sandbox":
+            found |= {Path(parent, name) for name in directories if name.startswith(prefix)}
+    return found
 
 
 @needs_bwrap
