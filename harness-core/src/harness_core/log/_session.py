@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -64,6 +64,8 @@ Listener = Callable[[Event], None]
 EventSink = Callable[["SessionLog", Event], None]
 
 
+_T = TypeVar("_T")
+
 # Who hears that a writer's replay begins, in this context (`writer_taken`).
 _TAKEN: ContextVar[Callable[[], object] | None] = ContextVar("harness_writer_taken", default=None)
 
@@ -74,11 +76,8 @@ def writer_taken(callback: Callable[[], object]) -> Iterator[None]:
     session for writing begins its replay: it holds the writer lock then, so nothing but
     reading the log is left, and no other writer can refuse it any more. A host answers a
     request there instead of after a replay of the whole session (the web host's turns)."""
-    token = _TAKEN.set(callback)
-    try:
+    with _set(_TAKEN, callback):
         yield
-    finally:
-        _TAKEN.reset(token)
 
 
 # Who folds the events of each chunk a replay parses, in this context (`replayed`).
@@ -93,11 +92,18 @@ def replayed(callback: Callable[[list[Event]], object]) -> Iterator[None]:
     events a store's replay parses, oldest first: a host folds its own view of a session (the
     web host's snapshot) as the session opens, instead of parsing it a second time (a reader
     keeps lines, see `SessionLog`)."""
-    token = _REPLAYED.set(callback)
+    with _set(_REPLAYED, callback):
+        yield
+
+
+@contextmanager
+def _set(var: ContextVar[_T | None], value: _T) -> Iterator[None]:
+    """`var` is `value` within this block, in this context."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _REPLAYED.reset(token)
+        var.reset(token)
 
 
 class ReadOnlyLog(RuntimeError):
