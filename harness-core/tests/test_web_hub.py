@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from harness_core.log import EventTypeRegistry, FileLog, Notify, SessionStore
+from harness_core.log import Event, EventTypeRegistry, FileLog, Notify, SessionStore
 from harness_core.loop import Approval
 from harness_core.models import ModelBase, ModelResponse
 from harness_core.runtime import Runtime
@@ -108,16 +108,21 @@ async def test_a_session_with_a_listener_is_never_evicted(harness_home: Path) ->
     await hub.aclose()
 
 
-async def test_opening_a_long_session_leaves_the_event_loop_free(harness_home: Path) -> None:
-    """While a 20,000-event session is read and folded, other requests' tasks still run."""
-    runtime = Runtime(harness_home)
-    with runtime.create() as log:
+def _long_session(home: Path) -> str:
+    """A 20,000-event session's id."""
+    with Runtime(home).create() as log:
         for turn in range(1, 2001):
             log.append("turn/start", {}, turn=turn)
             log.append("message/user", {"text": f"prompt {turn} " + "x" * 200}, turn=turn)
             for n in range(7):
                 log.append("message/assistant", {"text": f"answer {n}"}, turn=turn)
             log.append("turn/end", {"status": "completed"}, turn=turn)
+    return log.session_id
+
+
+async def test_opening_a_long_session_leaves_the_event_loop_free(harness_home: Path) -> None:
+    """While a 20,000-event session is read and folded, other requests' tasks still run."""
+    session = _long_session(harness_home)
     hub = hub_for(harness_home, max_sessions=4)
     ticks = 0
 
@@ -130,9 +135,35 @@ async def test_opening_a_long_session_leaves_the_event_loop_free(harness_home: P
     ticking = asyncio.get_running_loop().create_task(ticker())
     await asyncio.sleep(0)
     before = ticks
-    await hub.live(log.session_id)
+    await hub.live(session)
     ticking.cancel()
     assert ticks - before > 10  # the loop went round while the session was folded
+    await hub.aclose()
+
+
+async def test_a_new_client_of_a_long_session_leaves_the_event_loop_free(
+    harness_home: Path,
+) -> None:
+    """A client that lacks every event of a 20,000-event session (a new page's stream asks
+    from seq -1) gets them all, parsed while the event loop goes on: here the loop itself
+    lets the parse go on, which a parse on the loop would wait for in vain."""
+    session = _long_session(harness_home)
+    hub = hub_for(harness_home, max_sessions=4)
+    reader = (await hub.live(session)).reader
+    go, stalled = threading.Event(), []
+    parse = reader.events_after
+
+    def held(seq: int) -> list[Event]:
+        stalled.append(not go.wait(5))
+        return parse(seq)
+
+    reader.events_after = held  # type: ignore[method-assign]
+    asyncio.get_running_loop().call_later(0.05, go.set)
+    queue, missed, last = await hub.subscribe(session, -1)
+    assert stalled == [False]
+    assert [event.seq for event in missed] == list(range(last + 1))
+    assert last == reader.next_seq - 1 >= 20_000
+    hub.unsubscribe(session, queue)
     await hub.aclose()
 
 

@@ -443,7 +443,8 @@ class Hub:
         live.subscribers.add(queue)
         self._follow(session_id, live)
         after = min(after, live.reader.next_seq - 1)
-        missed = live.reader.events_after(after)
+        # A new client asks from -1: the whole of a long session, too long a parse for the loop.
+        missed = await asyncio.to_thread(live.reader.events_after, after)
         return queue, missed, missed[-1].seq if missed else after
 
     def unsubscribe(self, session_id: str, queue: asyncio.Queue[Message]) -> None:
