@@ -309,12 +309,18 @@ def test_refresh_reports_a_garbled_line_with_its_problem(
     assert any("seq jumps from 8 to 10" in p for p in reader.problems)
 
 
-def _long_session(store: SessionStore) -> str:
-    """A session of 20,000 one-prompt turns: 60,001 events."""
+def _long_session(store: SessionStore, *, calls: bool = False) -> str:
+    """A session of 20,000 one-prompt turns (60,001 events), or with `calls` of 12,000 turns
+    of a prompt, a tool call and its result (60,001 events too)."""
     with store.create() as log:
-        for turn in range(1, 20_001):
+        for turn in range(1, 12_001 if calls else 20_001):
             log.append("turn/start", {}, turn=turn)
             log.append("message/user", {"text": f"prompt {turn}"}, turn=turn)
+            if calls:
+                call = {"id": f"c{turn}", "name": "bash", "arguments": '{"command": "ls"}'}
+                log.append("message/assistant", {"text": None, "tool_calls": [call]}, turn=turn)
+                result = {"call_id": f"c{turn}", "tool_name": "bash", "text": "a b c"}
+                log.append("tool/result", result, turn=turn)
             log.append("turn/end", {"status": "completed"}, turn=turn)
         return log.session_id
 
@@ -345,13 +351,14 @@ def test_a_writers_replay_starts_no_full_garbage_collection(store: SessionStore)
 
 
 def test_a_reader_keeps_lines_and_folds_a_hosts_view_as_it_opens(store: SessionStore) -> None:
-    """A reader of a 60,000-event session (the web host holds one for each session it shows)
-    keeps its lines, not 60,000 objects that each full pass of the collector would walk; a
-    host's own fold (`replayed`) sees every event once as it opens, and a page of its history
-    or what came after a seq is parsed from those lines when asked."""
+    """A reader of a 60,000-event session of tool calls (the web host holds one for each
+    session it shows) keeps its lines, not 60,000 objects (nor the model's history of 12,000
+    calls) that each full pass of the collector would walk; a host's own fold (`replayed`)
+    sees every event once as it opens, and a page of its history or what came after a seq is
+    parsed from those lines when asked."""
     import gc
 
-    session = _long_session(store)
+    session = _long_session(store, calls=True)
     folded: list[int] = []
     gc.collect()
     before = len(gc.get_objects())
@@ -365,9 +372,10 @@ def test_a_reader_keeps_lines_and_folds_a_hosts_view_as_it_opens(store: SessionS
     older, more = reader.tail(50, before=30)
     assert ([e.seq for e in older], more) == (list(range(30)), False)
     assert [(e.seq, e.type) for e in reader.events_after(59_998)] == [
-        (59_999, "message/user"),
+        (59_999, "tool/result"),
         (60_000, "turn/end"),
     ]
+    assert len(reader.projection.request_messages()) == 36_000  # made when asked for
 
 
 def test_a_readers_pages_skip_a_damaged_line_as_its_open_did(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import islice
@@ -218,7 +218,7 @@ class SessionLog:
         # projection gets the dict's own method, not one of this log's: a log in a reference
         # cycle with its projection waits for the cyclic collector to free all its events.
         self._carry: dict[int, list[str]] = {}
-        self.projection = MessageProjection(registry.surface, _Carried(self._carry))
+        self._projection = self._new_projection() if writable else None
         self.newest = Newest()
         self.grants = Grants()
         self.start: Event | None = None  # session/start
@@ -229,6 +229,21 @@ class SessionLog:
         # A writer's appends are checked against the log's structural rules in development
         # mode (HARNESS_DEV=1), from the state its replay left (none yet: a new session).
         self._checker = InvariantChecker.from_tail([]) if writable and dev_mode() else None
+
+    def _new_projection(self) -> MessageProjection:
+        return MessageProjection(self.registry.surface, _Carried(self._carry))
+
+    @property
+    def projection(self) -> MessageProjection:
+        """The history as the model is sent it. A writer's is folded as it opens (its turns
+        read it every step); a reader's only when first asked for (`harness show --json`): a
+        host that shows a session has no use for it, and would hold every message of a long
+        session as objects that each full pass of its garbage collector walks."""
+        if self._projection is None:
+            projection = self._new_projection()
+            projection.fold_all(self.history())
+            self._projection = projection
+        return self._projection
 
     # -- what a store supplies (SessionLog calls these; nothing else does) -----------------
 
@@ -308,7 +323,8 @@ class SessionLog:
                 tail = _from_boundary(tail, events)
             for event in events:
                 self._fold(event)
-            self.projection.fold_all(events)  # opening yields a ready projection
+            if self._projection is not None:
+                self._projection.fold_all(events)  # opening yields a ready projection
             if observe is not None:
                 observe(events)
             types.update(e.type for e in events)
@@ -376,6 +392,18 @@ class SessionLog:
         if self._kept is None:
             return [event for event in self.history() if event.seq > seq]
         return _parsed(self._kept[bisect.bisect_right(self._kept_seqs, seq) :])
+
+    def events_at(self, seqs: Collection[int]) -> dict[int, Event]:
+        """Those of the events of `seqs` the log holds, by seq (a reader finds each by seq)."""
+        if self._kept is None:
+            return {event.seq: event for event in self.history() if event.seq in seqs}
+        kept, where = self._kept, self._kept_seqs
+        found = []
+        for seq in sorted(seqs):
+            at = bisect.bisect_left(where, seq)
+            if at < len(where) and where[at] == seq:
+                found.append(kept[at])
+        return {event.seq: event for event in _parsed(found)}
 
     def tail(self, limit: int, *, before: int | None = None) -> tuple[list[Event], bool]:
         """The last `limit` events before seq `before` (of all, when None), oldest first, and
