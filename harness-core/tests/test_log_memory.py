@@ -4,9 +4,10 @@ read; anything older comes back from the file (docs/log.md, "Memory")."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
-from harness_core.hosts import Conversation
+import pytest
+from harness_core.hosts import Conversation, SessionSnapshot
 from harness_core.log import Event, SessionLog, SessionStore, ToolApproval
 
 WriteTurn = Callable[[SessionLog, str], int]
@@ -99,6 +100,64 @@ def test_a_live_conversation_keeps_only_the_open_calls(
     assert all(a == b for a, b in kinds)
     assert len(kept.entries) == 15 and len(kept.rows) == 10
     assert live.entries == [] and live.rows == {} and live.running == []
+
+
+def _calls(log: SessionLog, turn: int, *ids: str) -> None:
+    calls = [{"id": i, "name": "bash", "arguments": f'{{"command": "echo {i}"}}'} for i in ids]
+    log.append("message/assistant", {"text": None, "tool_calls": calls}, turn=turn)
+
+
+def _result(log: SessionLog, turn: int, call_id: str, *, error: bool = False) -> None:
+    result = {"call_id": call_id, "tool_name": "bash", "text": f"out {call_id}", "is_error": error}
+    log.append("tool/result", {**result, "data": {"exit_code": int(error)}}, turn=turn)
+
+
+def test_a_snapshot_keeps_seqs_and_makes_every_row_a_kept_conversation_holds(
+    log_store: SessionStore, log_turn: WriteTurn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SessionSnapshot keeps a call as seqs, not as a row: for every page of a session the
+    rows it makes (reading back the events outside the page) are those a conversation that
+    keeps every row holds, through approvals, errors, a call a message closed, a result
+    that came late, a repeated call id and a call still running (what a crash or an older
+    writer may leave: the dev invariants, which refuse some of it, are off)."""
+    monkeypatch.delenv("HARNESS_DEV")
+    with log_store.create(system_prompt="sys") as log:
+        log_turn(log, "one")
+        log.append("turn/start", {}, turn=2)
+        log.append("message/user", {"text": "two"}, turn=2)
+        _calls(log, 2, "a", "b")
+        log.append("tool/approval", ToolApproval(call_id="a", decision="allow", by="user"), turn=2)
+        _result(log, 2, "a")
+        _result(log, 2, "b", error=True)
+        _calls(log, 2, "c")
+        log.append("message/user", {"text": "interrupting"}, turn=2)  # c: closed, unanswered
+        _result(log, 2, "c")  # too late: answers no open call
+        _calls(log, 2, "a")  # an id used again
+        _result(log, 2, "a", error=True)
+        _calls(log, 2, "d")  # still running
+        events = log.events
+    snapshot, kept = SessionSnapshot([]), Conversation()
+    for event in events:
+        snapshot.apply(event)
+        kept.apply(event)
+    by_seq = {event.seq: event for event in events}
+    fetched: list[int] = []
+
+    def fetch(seqs: Collection[int]) -> dict[int, Event]:
+        fetched.extend(seqs)
+        return {seq: by_seq[seq] for seq in seqs}
+
+    for size in (1, 3, len(events)):
+        for start in range(0, len(events), size):
+            page = events[start : start + size]
+            made = snapshot.rows(page, fetch)
+            calls = {str(e.data.get("call_id")) for e in page if e.type == "tool/result"}
+            calls |= {c["id"] for e in page for c in e.data.get("tool_calls") or ()}
+            assert made == {call: kept.rows[call] for call in calls}
+    assert fetched  # pages cut between a call and its result read the other back
+    states = {call: kept.rows[call].state for call in "abcd"}
+    assert states == {"a": "error", "b": "error", "c": "error", "d": "running"}
+    assert kept.rows["a"].text == "out a" and kept.rows["c"].approval is None
 
 
 def test_a_log_is_freed_the_moment_it_is_dropped(

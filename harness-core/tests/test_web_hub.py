@@ -101,7 +101,7 @@ async def test_a_session_with_a_listener_is_never_evicted(harness_home: Path) ->
     """Whoever watches a session keeps it held, whatever the limit."""
     hub = hub_for(harness_home, max_sessions=1)
     watched = await hub.create(None)
-    queue, _, _ = await hub.subscribe(watched, -1)
+    queue, *_ = await hub.subscribe(watched, -1)
     others = [await hub.create(None) for _ in range(3)]
     assert watched in hub.held() and others[-1] in hub.held()
     hub.unsubscribe(watched, queue)
@@ -159,7 +159,7 @@ async def test_a_new_client_of_a_long_session_leaves_the_event_loop_free(
 
     reader.events_after = held  # type: ignore[method-assign]
     asyncio.get_running_loop().call_later(0.05, go.set)
-    queue, missed, last = await hub.subscribe(session, -1)
+    queue, missed, _, last = await hub.subscribe(session, -1)
     assert stalled == [False]
     assert [event.seq for event in missed] == list(range(last + 1))
     assert last == reader.next_seq - 1 >= 20_000
@@ -321,7 +321,7 @@ async def test_a_writer_that_fails_after_the_answer_is_the_turns_error(
     store = HeldReplay(harness_home, hub.runtime.host.event_types)
     hub.runtime.store = store
     session = await hub.create(None)
-    queue, _, _ = await hub.subscribe(session, -1)
+    queue, *_ = await hub.subscribe(session, -1)
     store.held, store.fail = True, OSError("reading the session failed: Input/output error")
     answer = await hub.submit(session, "hello", None)
     assert answer == {"turn": 1} and store.replaying.is_set()
@@ -388,7 +388,7 @@ async def test_a_store_that_notifies_wakes_the_followers_with_no_polling(
     store = Notifying(harness_home, hub.runtime.host.event_types)
     hub.runtime.store = store
     session = await hub.create(None)
-    queue, _, _ = await hub.subscribe(session, -1)
+    queue, *_ = await hub.subscribe(session, -1)
     with store.open(session) as other:  # the other process, appending
         other.append("turn/start", {}, turn=1)
         other.commit()

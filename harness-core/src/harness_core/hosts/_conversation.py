@@ -120,12 +120,7 @@ class Conversation:
             row = self._open.pop(str(data.get("call_id")), None)
             if row is None:
                 return Change("other", event)
-            row.state = "error" if data.get("is_error") else "ok"
-            row.text, row.data, row.result_seq = (
-                str(data.get("text", "")),
-                data.get("data"),
-                event.seq,
-            )
+            _finish(row, event)
             return Change("row_finished", event, row=row)
         if kind == "tool/approval":
             row = self._open.get(str(data.get("call_id")))
@@ -173,9 +168,7 @@ class Conversation:
         )
         for call in data.get("tool_calls") or ():
             if isinstance(call, dict):
-                row = ToolRow(
-                    str(call.get("id")), str(call.get("name")), str(call.get("arguments"))
-                )
+                row = _row(call)
                 entry.rows.append(row)
                 self._open[row.call_id] = row
                 if self._keep:
@@ -189,6 +182,37 @@ class Conversation:
         for row in self._open.values():
             row.state, row.text = "error", _UNANSWERED
         self._open.clear()
+
+
+def _row(call: dict[str, Any]) -> ToolRow:
+    return ToolRow(str(call.get("id")), str(call.get("name")), str(call.get("arguments")))
+
+
+def _finish(row: ToolRow, result: Event) -> None:
+    data = result.data
+    row.state = "error" if data.get("is_error") else "ok"
+    row.text, row.data, row.result_seq = str(data.get("text", "")), data.get("data"), result.seq
+
+
+def call_row(
+    call_id: str, made: Event, approval: Event | None, result: Event | None, *, running: bool
+) -> ToolRow | None:
+    """The row of call `call_id` made by the assistant message `made`, approved by
+    `approval` and answered by `result` (each one the conversation folded for it), as
+    `Conversation` would hold it; `running`: whether the call is still open. None when `made`
+    makes no such call."""
+    calls = [c for c in made.data.get("tool_calls") or () if isinstance(c, dict)]
+    found = [c for c in calls if str(c.get("id")) == call_id]
+    if not found:
+        return None
+    row = _row(found[-1])  # the last of a repeated id, as the conversation keeps it
+    if approval is not None:
+        row.approval = dict(approval.data)
+    if result is not None:
+        _finish(row, result)
+    elif not running:
+        row.state, row.text = "error", _UNANSWERED
+    return row
 
 
 def approval_note(row: ToolRow) -> str | None:

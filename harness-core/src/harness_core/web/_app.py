@@ -189,9 +189,9 @@ def create_app(
             last = int(after) if after is not None else -1
         except ValueError:
             raise _Unprocessable("Last-Event-ID (or after) must be a seq number") from None
-        queue, missed, last = await hub.subscribe(session_id, last)
+        queue, missed, rows, last = await hub.subscribe(session_id, last)
         return EventSourceResponse(
-            _stream(hub, session_id, queue, missed, last, request), ping=HEARTBEAT
+            _stream(hub, session_id, queue, missed, rows, last), ping=HEARTBEAT
         )
 
     async def activity(request: Request) -> Response:
@@ -241,17 +241,17 @@ async def _stream(
     session_id: str,
     queue: asyncio.Queue[tuple[str, dict[str, Any]]],
     missed: Sequence[Event],
+    rows: dict[str, dict[str, Any]],
     last: int,
-    request: Request,
 ) -> AsyncIterator[ServerSentEvent]:
-    """What the client missed (`Hub.subscribe`), up to seq `last`, then everything live; a
-    reconnect resumes."""
+    """What the client missed (`Hub.subscribe`: events up to seq `last`, and the rows they
+    make or finish), then everything live; a reconnect resumes."""
     try:
         for event in missed:
             yield ServerSentEvent(json.dumps(event.to_json()), id=str(event.seq))
-        live = await hub.live(session_id)
-        for row in hub.rows(live, missed).values():  # the rows those events make or finish
+        for row in rows.values():
             yield ServerSentEvent(json.dumps(row), event="row")
+        live = await hub.live(session_id)
         yield ServerSentEvent(json.dumps(hub.snapshot(live)), event="snapshot")
         while True:
             kind, data = await queue.get()

@@ -247,16 +247,8 @@ class Hub:
 
     def rows(self, live: _Live, events: Sequence[Event]) -> dict[str, dict[str, Any]]:
         """The tool rows of the calls that `events` make or answer, by call id."""
-        calls = {str(e.data.get("call_id")) for e in events if e.type == "tool/result"}
-        calls |= {
-            str(call.get("id"))
-            for e in events
-            if e.type == "message/assistant"
-            for call in e.data.get("tool_calls") or ()
-            if isinstance(call, dict)
-        }
-        known = live.snapshot.conversation.rows
-        return {call: self.row(known[call]) for call in calls if call in known}
+        rows = live.snapshot.rows(events, live.reader.events_at)
+        return {call: self.row(row) for call, row in rows.items()}
 
     def snapshot(self, live: _Live) -> dict[str, Any]:
         session = live.session
@@ -434,18 +426,23 @@ class Hub:
 
     async def subscribe(
         self, session_id: str, after: int
-    ) -> tuple[asyncio.Queue[Message], list[Event], int]:
-        """A queue of what comes next, the events after seq `after` (what the client lacks),
-        and the seq the client is at then. A client ahead of this log (it followed another log
-        under this id) would wait for seqs that passed: it goes on from the newest."""
+    ) -> tuple[asyncio.Queue[Message], list[Event], dict[str, dict[str, Any]], int]:
+        """A queue of what comes next, the events after seq `after` (what the client lacks)
+        with the rows they make or answer, and the seq the client is at then. A client ahead
+        of this log (it followed another log under this id) would wait for seqs that passed:
+        it goes on from the newest."""
         live = await self.live(session_id)
         queue: asyncio.Queue[Message] = asyncio.Queue()
         live.subscribers.add(queue)
         self._follow(session_id, live)
         after = min(after, live.reader.next_seq - 1)
         # A new client asks from -1: the whole of a long session, too long a parse for the loop.
-        missed = await asyncio.to_thread(live.reader.events_after, after)
-        return queue, missed, missed[-1].seq if missed else after
+        missed, rows = await asyncio.to_thread(self._missed, live, after)
+        return queue, missed, rows, missed[-1].seq if missed else after
+
+    def _missed(self, live: _Live, after: int) -> tuple[list[Event], dict[str, dict[str, Any]]]:
+        missed = live.reader.events_after(after)
+        return missed, self.rows(live, missed)
 
     def unsubscribe(self, session_id: str, queue: asyncio.Queue[Message]) -> None:
         live = self._live.get(session_id)
@@ -543,7 +540,7 @@ class Hub:
         live = await self.live(session_id)
         question = live.questions.get(call_id)
         if question is None or question.answer.done():
-            known = call_id in live.asked or call_id in live.snapshot.conversation.rows
+            known = call_id in live.asked or call_id in live.snapshot.made
             state = "is not waiting for an answer" if known else "is not a call of this session"
             raise NotWaiting(f"call {call_id} {state}", known=known)
         question.answer.set_result(answer)
