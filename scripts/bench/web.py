@@ -67,14 +67,21 @@ def steps(count: int) -> list[dict[str, Any]]:
 
 
 def write_session(home: Path, events: int) -> str:
+    """A session of `events` events: a turn with a plan, then tool calls, each an assistant
+    message making one call and its result (as a long coding session is)."""
     host = PluginHost()
     builtins.add_to(host)
     host.load_entry_points()
     with SessionStore(home, host.event_types).create() as log:
         log.append("turn/start", {}, turn=1)
         log.append("todo/write", {"todos": [{"content": "Plan", "status": "in_progress"}]}, turn=1)
-        for n in range(events - 4):
-            log.append("message/user", {"text": f"event {n} " + "x" * 200}, turn=1)
+        if events % 2:
+            log.append("message/user", {"text": "go"}, turn=1)
+        for n in range((events - 4) // 2):
+            call = {"id": f"call-{n}", "name": "bash", "arguments": f'{{"command": "ls {n}"}}'}
+            log.append("message/assistant", {"text": None, "tool_calls": [call]}, turn=1)
+            result = {"call_id": call["id"], "tool_name": "bash", "text": "x" * 200}
+            log.append("tool/result", {**result, "data": {"exit_code": 0}}, turn=1)
         log.append("turn/end", {"status": "completed"}, turn=1)
         return log.session_id
 
