@@ -3,6 +3,7 @@
     uv run python scripts/bench/web.py            # the issue's sizes
     uv run python scripts/bench/web.py --quick    # smaller, for a smoke run
     uv run python scripts/bench/web.py --only 4,5 # some of the figures below
+    uv run python scripts/bench/web.py --only 8 --trace  # and each long task's CPU time
 
 1. Tail page with its snapshot: a 100,000-event session against a 100-event one, both already
    open in the host (it keeps projections of open sessions and reads the tail). Goal ≤ 1.5x.
@@ -345,8 +346,9 @@ def page_tail(served: Served, big: int, rounds: int) -> float:
     return large / small
 
 
-def page_long_tasks(served: Served, turn_steps: int) -> float:
-    """The longest main-thread task in ms while a `turn_steps`-step turn streams in."""
+def page_long_tasks(served: Served, turn_steps: int, *, trace: bool = False) -> float:
+    """The longest main-thread task in ms while a `turn_steps`-step turn streams in; with
+    `trace`, under a Chromium trace that tells each task's CPU time from its wall time."""
     from playwright.sync_api import sync_playwright
 
     with served.client() as client, sync_playwright() as playwright:
@@ -359,6 +361,8 @@ def page_long_tasks(served: Served, turn_steps: int) -> float:
         page.wait_for_selector(f"body[data-session='{session}']")
         # The page's load is not the turn.
         page.evaluate("window.__longest = 0; window.__long = 0; window.__since = performance.now()")
+        if trace:
+            browser.start_tracing(page=page, categories=["devtools.timeline", "toplevel"])
         started = time.perf_counter()
         client.post(f"/api/sessions/{session}/turns", json={"prompt": "go"})
         # Polled four times a second with one query: Playwright's `expect` polls by building
@@ -366,18 +370,41 @@ def page_long_tasks(served: Served, turn_steps: int) -> float:
         page.wait_for_function(ANSWERED, polling=250, timeout=600_000)
         elapsed = time.perf_counter() - started
         longest, count = page.evaluate("[window.__longest, window.__long]")
+        traced = json.loads(browser.stop_tracing()) if trace else None
         browser.close()
     print(
         f"page while a {turn_steps:,}-step turn streams in ({elapsed:.1f} s): longest main-thread "
         f"task {longest:.0f} ms, {count} tasks over 50 ms (goal: none over 50 ms)"
     )
+    if traced is not None:
+        for wall, cpu in _long_tasks(traced["traceEvents"]):
+            print(f"  traced: a task of {wall:.0f} ms, {cpu:.1f} ms of it on a core")
     return float(longest)
+
+
+def _long_tasks(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(wall ms, CPU ms) of each task over 50 ms on the page's main thread: a task that
+    waited for a core (the machine busy with the server and the client) has little CPU."""
+    main = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"
+    }
+    return [
+        (e["dur"] / 1000, e.get("tdur", 0) / 1000)
+        for e in events
+        if (e["pid"], e["tid"]) in main
+        and e.get("ph") == "X"
+        and e["name"] in ("RunTask", "ThreadControllerImpl::RunTask")
+        and e.get("dur", 0) > 50_000
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", help="the figures to measure, by number: 4,5")
+    parser.add_argument("--trace", action="store_true", help="8: each long task's CPU time")
     options = parser.parse_args()
     only = {int(n) for n in options.only.split(",")} if options.only else set(range(1, 9))
     big, fan_steps, subscribers, turn_steps = (
@@ -415,7 +442,7 @@ def main() -> None:
                 page_tail(served, big, 5)
         if 8 in only:
             with serve(root / "page-turn", "--model", f"scripted:{script}", env=env) as served:
-                page_long_tasks(served, fan_steps)
+                page_long_tasks(served, fan_steps, trace=options.trace)
     shutil.rmtree(root, ignore_errors=True)
 
 
