@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harness_core.hosts import CommandError
-from harness_core.log import SessionLocked
+from harness_core.log import FileLog, SessionLocked
 from harness_core.loop import CRASHED_TURN, STOPPED_CALL_TEXT, Approval, TurnAbandoned
 from harness_core.models import ModelBase, ModelResponse, ScriptedModel
 from harness_core.runtime import Runtime, SessionRuntime
@@ -72,6 +73,40 @@ async def test_turns_run_in_the_order_they_were_submitted(runtime: Runtime) -> N
     await idle(session)
     assert prompts(session) == ["first", "second", "third"]
     await session.aclose()
+
+
+async def test_a_session_closed_as_its_turn_lets_go_returns_once_its_writer_let_go(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aclose() the moment a turn ended, its writer still closing (a host deleting a session
+    just after its turn): it returns only once the writer let go, so the session opens for
+    writing at once. It returned before, and the next open was refused, naming this very
+    process as the holder (the close was cut off by cancelling the turn's task, its thread
+    went on holding the lock)."""
+    model = Closing("m", ["a"])
+    model.gate = asyncio.Event()
+    session = runtime.open(None, model, approval=Approval("auto"), hold=False)
+    await session.submit("go")
+    await model.asked.wait()
+    closing, go = threading.Event(), threading.Event()
+    release = FileLog.release
+
+    def slow_release(log: FileLog) -> None:
+        closing.set()
+        go.wait(5)
+        release(log)
+
+    monkeypatch.setattr(FileLog, "release", slow_release)
+    model.gate.set()
+    await poll(closing.is_set)  # the turn ended; its writer is closing
+    closed = asyncio.ensure_future(session.aclose())
+    await asyncio.wait({closed}, timeout=0.5)
+    assert not closed.done()  # it waits for the close under way
+    go.set()
+    await closed
+    monkeypatch.undo()
+    with runtime.store.open(session.id) as log:  # SessionLocked before
+        assert [e.type for e in log.events][-1] == "turn/end"
 
 
 async def test_a_session_that_lets_go_is_writable_by_another_process_between_runs(

@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, spelled out for type checkers
         scheme_of,
     )
     from ._tail import find_latest, last_event
+    from ._threads import in_thread_to_the_end
     from ._types import (
         CORE_EVENT_TYPES,
         CarryProvider,
@@ -137,6 +138,7 @@ _EXPORTS: Final = {
     "last_event": "_tail",
     "replayed": "_session",
     "writer_taken": "_session",
+    "in_thread_to_the_end": "_threads",
     "read_lines": "_file",
 }
 
@@ -195,6 +197,7 @@ __all__ = [
     "file_store_directory",
     "find_latest",
     "history_of",
+    "in_thread_to_the_end",
     "last_event",
     "plan_copy",
     "read_lines",

@@ -43,6 +43,7 @@ from ..log import (
     TurnStatus,
     Usage,
     UserMessage,
+    in_thread_to_the_end,
 )
 from ..models import (
     ContextLengthExceeded,
@@ -359,7 +360,7 @@ class Agent:
         known state; appends wait meanwhile (`_writing`)."""
         with anyio.CancelScope(shield=True):
             async with self._writing:
-                await anyio.to_thread.run_sync(self.session.commit)
+                await in_thread_to_the_end(self.session.commit)
 
     # -- turn structure --------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.to_thread
 
-from ..log import EventSink, SessionLog, writer_taken
+from ..log import EventSink, SessionLog, in_thread_to_the_end, writer_taken
 
 if TYPE_CHECKING:
     from ..log import Event
@@ -453,7 +453,7 @@ class SessionRuntime:
                     return
                 log, self.log, self.agent = self.log, None, None
                 if log is not None:
-                    await anyio.to_thread.run_sync(log.close)
+                    await in_thread_to_the_end(log.close)
 
     def _close_now(self) -> None:
         """`_let_go` before any event loop serves (a session opened and let go at once)."""
