@@ -201,8 +201,8 @@ def call_row(
     `approval` and answered by `result` (each one the conversation folded for it), as
     `Conversation` would hold it; `running`: whether the call is still open. None when `made`
     makes no such call."""
-    calls = [c for c in made.data.get("tool_calls") or () if isinstance(c, dict)]
-    found = [c for c in calls if str(c.get("id")) == call_id]
+    calls = made.data.get("tool_calls") or ()
+    found = [c for c in calls if isinstance(c, dict) and str(c.get("id")) == call_id]
     if not found:
         return None
     row = _row(found[-1])  # the last of a repeated id, as the conversation keeps it

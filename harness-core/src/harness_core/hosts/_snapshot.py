@@ -78,17 +78,9 @@ class SessionSnapshot:
         """The rows of the calls that `events` make or answer, by call id, as they stand now:
         made from `events` and, for a call made, approved or answered outside them, from the
         events `fetch(seqs)` reads back from the log."""
-        calls = {str(e.data.get("call_id")) for e in events if e.type == "tool/result"}
-        calls |= {
-            str(call.get("id"))
-            for e in events
-            if e.type == "message/assistant"
-            for call in e.data.get("tool_calls") or ()
-            if isinstance(call, dict)
-        }
         places = {
             call: (self.made[call], self.approved.get(call), self.answered.get(call))
-            for call in calls
+            for call in _calls_in(events)
             if call in self.made
         }
         found = {event.seq: event for event in events}
@@ -137,3 +129,15 @@ class SessionSnapshot:
 
 def _at(events: dict[int, Event], seq: int | None) -> Event | None:
     return None if seq is None else events.get(seq)
+
+
+def _calls_in(events: Sequence[Event]) -> set[str]:
+    """The ids of the calls that `events` make or answer."""
+    calls = {str(e.data.get("call_id")) for e in events if e.type == "tool/result"}
+    return calls | {
+        str(call.get("id"))
+        for e in events
+        if e.type == "message/assistant"
+        for call in e.data.get("tool_calls") or ()
+        if isinstance(call, dict)
+    }
