@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from harness_core.hosts import CommandError
-from harness_core.log import FileLog, SessionLocked
+from harness_core.log import INTERRUPTED_TEXT, FileLog, SessionLocked
 from harness_core.loop import CRASHED_TURN, STOPPED_CALL_TEXT, Approval, TurnAbandoned
 from harness_core.models import ModelBase, ModelResponse, ScriptedModel
 from harness_core.runtime import Runtime, SessionRuntime
@@ -196,6 +196,29 @@ async def test_go_on_answers_a_crashed_turns_open_call_and_finishes_that_turn(
     assert "the call may have run in part or in full" in result.data["text"]
     assert [e.turn for e in events if e.type.startswith("turn/")] == [1, 1]
     assert script.remaining == 0  # the step the dead process played was skipped, not replayed
+
+
+async def test_a_closing_session_lets_its_cancelled_turn_end_on_the_log(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    """aclose() mid-command (a server stopping): the command dies, and the turn ends on its
+    log (the call answered as interrupted, turn/end cancelled) before the writer goes, with
+    no failure reported. Before, the writer went at once: the turn's last appends were
+    refused, its log ended at the call, and the host warned that a turn failed."""
+    pid_file = tmp_path / "child.pid"
+    call = {"name": "bash", "arguments": {"command": f"echo $$ > {pid_file}; sleep 60"}}
+    script = ScriptedModel.from_document({"steps": [{"tool_calls": [call]}, {"text": "done"}]})
+    session = runtime.open(None, script, approval=Approval("auto"), hold=False)
+    failures: list[str] = []
+    session.observe(on_failure=lambda prompt, error: failures.append(error))
+    await session.submit("go")
+    await poll(lambda: has_pid(pid_file))
+    await session.aclose()
+    assert failures == []
+    *_, result, end = runtime.reader(session.id).events
+    assert (result.type, result.data["text"]) == ("tool/result", INTERRUPTED_TEXT)
+    assert (end.type, end.data["status"]) == ("turn/end", "cancelled")
+    await poll(lambda: not running(int(pid_file.read_text())))
 
 
 async def test_an_abandoned_turn_stays_open_and_goes_on_elsewhere(

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 import anyio.to_thread
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["ApprovalFor", "FailureSink", "ModelFactory", "SessionRuntime"]
 
 logger = logging.getLogger("harness.runtime")
+
+# Seconds a closing session waits for its cancelled turns to end on the log.
+CLOSING_TURNS: Final = 10.0
 
 # The approval a turn on a model spec runs under (None: the session's own model).
 ApprovalFor = Callable[[str | None], "Approval"]
@@ -345,9 +348,17 @@ class SessionRuntime:
         self._models[spec or self.default_spec] = model
 
     async def aclose(self) -> None:
-        """Close every model, let the writer go, and run the host's closers."""
-        for task in list(self._tasks):
+        """Cancel the turns, close every model, let the writer go, and run the host's closers.
+
+        A cancelled turn still ends on its log (its open calls answered as interrupted, then
+        `turn/end` cancelled, committed): the writer goes only once it has, or once
+        CLOSING_TURNS seconds passed. It went at once before, and a turn cut off as the
+        server stopped was left open on its log, its last appends refused."""
+        turns = list(self._tasks)
+        for task in turns:
             task.cancel()
+        if turns:
+            await asyncio.wait(turns, timeout=CLOSING_TURNS)
         for model in self._models.values():
             try:
                 await model.aclose()
