@@ -323,8 +323,9 @@ async def test_a_writer_that_fails_after_the_answer_is_the_turns_error(
     session = await hub.create(None)
     queue, *_ = await hub.subscribe(session, -1)
     store.held, store.fail = True, OSError("reading the session failed: Input/output error")
-    answer = await hub.submit(session, "hello", None)
-    assert answer == {"turn": 1} and store.replaying.is_set()
+    # Answered once the writer lock is held: its replay, held until `go`, may start after.
+    assert await hub.submit(session, "hello", None) == {"turn": 1}
+    await until(store.replaying.is_set, "the writer's replay starts")
     store.go.set()
     failed = {"prompt": "hello", "error": "reading the session failed: Input/output error"}
     shipped = await asyncio.wait_for(_next_snapshot(queue, lambda s: s["failed"]), 10)
