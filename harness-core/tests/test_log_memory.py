@@ -98,8 +98,8 @@ def test_a_live_conversation_keeps_only_the_open_calls(
     kept, live = Conversation(), Conversation(keep=False)
     kinds = [(kept.apply(e).kind, live.apply(e).kind) for e in events]
     assert all(a == b for a, b in kinds)
-    assert len(kept.entries) == 15 and len(kept.rows) == 10
-    assert live.entries == [] and live.rows == {} and live.running == []
+    assert len(kept.entries) == 15 and sum(len(entry.rows) for entry in kept.entries) == 10
+    assert live.entries == [] and live.running == []
 
 
 def _calls(log: SessionLog, turn: int, *ids: str) -> None:
@@ -116,8 +116,8 @@ def test_a_snapshot_keeps_seqs_and_makes_every_row_a_kept_conversation_holds(
     log_store: SessionStore, log_turn: WriteTurn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A SessionSnapshot keeps a call as seqs, not as a row: for every page of a session the
-    rows it makes (reading back the events outside the page) are those a conversation that
-    keeps every row holds, through approvals, errors, a call a message closed, a result
+    rows it makes (reading back the events outside the page) are those of a conversation
+    that keeps every entry, through approvals, errors, a call a message closed, a result
     that came late, a repeated call id and a call still running (what a crash or an older
     writer may leave: the dev invariants, which refuse some of it, are off)."""
     monkeypatch.delenv("HARNESS_DEV")
@@ -140,6 +140,7 @@ def test_a_snapshot_keeps_seqs_and_makes_every_row_a_kept_conversation_holds(
     for event in events:
         snapshot.apply(event)
         kept.apply(event)
+    every = {row.call_id: row for entry in kept.entries for row in entry.rows}  # by id, last
     by_seq = {event.seq: event for event in events}
     fetched: list[int] = []
 
@@ -153,11 +154,11 @@ def test_a_snapshot_keeps_seqs_and_makes_every_row_a_kept_conversation_holds(
             made = snapshot.rows(page, fetch)
             calls = {str(e.data.get("call_id")) for e in page if e.type == "tool/result"}
             calls |= {c["id"] for e in page for c in e.data.get("tool_calls") or ()}
-            assert made == {call: kept.rows[call] for call in calls}
+            assert made == {call: every[call] for call in calls}
     assert fetched  # pages cut between a call and its result read the other back
-    states = {call: kept.rows[call].state for call in "abcd"}
+    states = {call: every[call].state for call in "abcd"}
     assert states == {"a": "error", "b": "error", "c": "error", "d": "running"}
-    assert kept.rows["a"].text == "out a" and kept.rows["c"].approval is None
+    assert every["a"].text == "out a" and every["c"].approval is None
 
 
 def test_a_log_is_freed_the_moment_it_is_dropped(

@@ -98,12 +98,11 @@ class Conversation:
     long session's would otherwise stay in memory for as long as the host runs.
     """
 
-    __slots__ = ("_keep", "_open", "entries", "rows", "session", "turn")
+    __slots__ = ("_keep", "_open", "entries", "session", "turn")
 
     def __init__(self, *, keep: bool = True) -> None:
         self._keep = keep
         self.entries: list[Entry] = []
-        self.rows: dict[str, ToolRow] = {}  # every call by id, for hosts that look one up
         self.turn = TurnState()
         self.session: dict[str, Any] = {}  # session/start data
         self._open: dict[str, ToolRow] = {}  # calls of the latest assistant message
@@ -171,8 +170,6 @@ class Conversation:
                 row = _row(call)
                 entry.rows.append(row)
                 self._open[row.call_id] = row
-                if self._keep:
-                    self.rows[row.call_id] = row
         if self._keep:
             self.entries.append(entry)
         return entry
