@@ -6,10 +6,12 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import re
 import secrets
 import shlex
 import signal
 import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from harness_core.log import SessionStore
 from harness_core.loop import Agent
 from harness_core.models import ScriptedModel
 from harness_core.plugins import PluginHost
-from harness_core.tools import ExecContext, ToolRegistry, ToolResult
+from harness_core.tools import ExecContext, ToolRegistry, ToolResult, _sandbox_server
 from harness_core.tools import sandbox as sandbox_module
 from harness_core.tools.bash import BashArgs, BashTool
 from harness_core.tools.sandbox import (
@@ -373,6 +375,66 @@ def test_explicit_workspace_without_bubblewrap(
 def test_the_default_is_workspace_where_it_works() -> None:
     """With nothing chosen and bubblewrap working, bash is sandboxed and nothing is said."""
     assert resolve(None, None, False) == (Sandbox("workspace"), None)
+
+
+def _elf(path: Path, interpreter: bytes | None) -> Path:
+    """A little-endian ELF64 file whose one program header is PT_INTERP (naming
+    `interpreter`) or, for None, PT_LOAD: as a dynamically or a statically linked program."""
+    header = b"\x7fELF\x02\x01\x01".ljust(16, b"\0") + bytes(16)
+    header += struct.pack("<Q14xHH", 64, 56, 1).ljust(32, b"\0")
+    name = (interpreter or b"") + b"\0"
+    entry = struct.pack("<IIQQQQQQ", 3 if interpreter else 1, 4, 120, 0, 0, len(name), 0, 1)
+    path.write_bytes(header + entry + name)
+    return path
+
+
+def test_the_servers_loader_is_the_one_the_python_names(tmp_path: Path) -> None:
+    """The loader the server starts through is the dynamic loader the ELF file names; a
+    static program and a file that is not ELF name none."""
+    python = os.path.realpath(sys.executable)
+    assert sandbox_module.program_interpreter(python) == sandbox_module._loader()
+    assert Path(sandbox_module._loader()).is_file()
+    named = _elf(tmp_path / "dynamic", b"/lib/ld-test.so.1")
+    assert sandbox_module.program_interpreter(str(named)) == "/lib/ld-test.so.1"
+    assert sandbox_module.program_interpreter(str(_elf(tmp_path / "static", None))) is None
+    (tmp_path / "script").write_text("#!/bin/sh\n")
+    assert sandbox_module.program_interpreter(str(tmp_path / "script")) is None
+
+
+@needs_bwrap
+def test_a_static_python_is_a_clear_no_sandbox(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without a dynamic loader the server could not be kept out of its commands' reach:
+    asked for, the sandbox is an error that says so; by default, `off` and that warning."""
+    static = _elf(tmp_path / "python3", None)
+    monkeypatch.setattr(sys, "executable", str(static))
+    sandbox_module._loader.cache_clear()
+    try:
+        why = f"{static} has no dynamic loader; the sandbox needs one to start its server"
+        with pytest.raises(SandboxUnavailable, match=re.escape(why)):
+            resolve("workspace", None, False)
+        warning = f"sandbox off: {why}; bash runs with your full rights"
+        assert resolve(None, None, False) == (Sandbox("off"), warning)
+    finally:
+        sandbox_module._loader.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        ("0\n", None),
+        ("2\n", None),
+        ("1\n", "fs.suid_dumpable is 1 here, so commands could trace the sandbox's server"),
+    ],
+)
+def test_the_server_runs_only_where_an_unreadable_exec_is_not_dumpable(
+    tmp_path: Path, setting: str, why: str | None
+) -> None:
+    """fs.suid_dumpable 1 would leave the server traceable by its commands: it refuses."""
+    (tmp_path / "suid_dumpable").write_text(setting)
+    assert _sandbox_server.traceable(str(tmp_path / "suid_dumpable")) == why
+    assert "cannot read fs.suid_dumpable" in str(_sandbox_server.traceable(str(tmp_path / "none")))
 
 
 # -- one long-lived sandbox per session: each call still as if it had a bubblewrap of its own --

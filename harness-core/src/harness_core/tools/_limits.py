@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["Cgroup", "Limits", "cgroup_for", "describe", "tmpfs_sizes"]
+__all__ = ["Cgroup", "Limits", "bwrap_has", "cgroup_for", "describe", "tmpfs_sizes"]
 
 MiB: Final = 1 << 20
 GiB: Final = 1 << 30
@@ -57,18 +57,22 @@ def size_text(size: int) -> str:
 
 
 @functools.cache
-def _bwrap_sizes_tmpfs(bwrap: str) -> bool:
-    """Whether this bubblewrap has `--size` (0.8 and later)."""
+def _bwrap_help(bwrap: str) -> str:
     try:
         done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "--size" in done.stdout
+        return ""
+    return done.stdout
+
+
+def bwrap_has(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap has `option` (`--size`: 0.8 and later; `--perms`: 0.5)."""
+    return f"{option} " in _bwrap_help(bwrap)
 
 
 def tmpfs_sizes(bwrap: str, size: int) -> tuple[str, ...]:
     """The arguments that cap the next `--tmpfs` of `bwrap` at `size` bytes, where it can."""
-    return ("--size", str(size)) if size and _bwrap_sizes_tmpfs(bwrap) else ()
+    return ("--size", str(size)) if size and bwrap_has(bwrap, "--size") else ()
 
 
 # -- cgroups ------------------------------------------------------------------------------

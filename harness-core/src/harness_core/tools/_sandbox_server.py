@@ -1,7 +1,7 @@
 """The long-lived inside of a workspace sandbox: one bubblewrap that runs call after call.
 
-harness runs this file as `bwrap --as-pid-1 ... python -I -S - FD BEATS LAPSE MARK`, its
-source on stdin (standard library only, no import of harness, nothing read from the file
+harness runs this file as `bwrap --as-pid-1 ... LOADER python -I -S - FD BEATS LAPSE MARK`,
+its source on stdin (standard library only, no import of harness, nothing read from the file
 system), so this process is PID 1 of the sandbox's PID namespace. FD is a stream socket to
 harness; BEATS the read end of a pipe harness writes a byte to every second or so while it
 answers. For each call harness sends b"c" carrying the write end of the call's output pipe,
@@ -25,21 +25,20 @@ the sandbox with it.
 
 Being PID 1 protects the server: the kernel drops the signals a command sends it (SIGKILL and
 SIGSTOP included; the server installs no handler, which would let its signal through). And
-the server makes itself not dumpable, so a command (its user, no capabilities: bubblewrap
-drops them all) can neither trace it (stop it, steer it, read later calls' requests) nor
-read its memory or reopen its descriptors through /proc (BEATS for writing: forged beats
-would keep the sandbox alive after harness stopped). That one prctl is why this file uses
-ctypes: the standard library has no prctl, and the kernel's other way (a process that
-execs a file it cannot read is not dumpable: bubblewrap could start Python through an
-execute-only copy of the ELF loader) fails where fs.suid_dumpable is 1, and for a
-statically linked Python. When the server ends, for whatever reason, the kernel ends every
-process in the sandbox.
+the server is not dumpable, so a command (its user, no capabilities: bubblewrap drops them
+all) can neither trace it (stop it, steer it, read later calls' requests) nor read its memory
+or reopen its descriptors through /proc (BEATS for writing: forged beats would keep the sandbox
+alive after harness stopped). The kernel makes it so, with no call of the server's: a process
+that execs a file it cannot read is not dumpable (prctl(2), "PR_SET_DUMPABLE"), and harness
+starts this Python through an execute-only copy of its ELF loader (`sandbox.LOADER`). Where
+fs.suid_dumpable is 1 such a process stays dumpable: the server then refuses to run
+(`traceable`). When the server ends, for whatever reason, the kernel ends every process in
+the sandbox.
 """
 
 from __future__ import annotations
 
 import array
-import ctypes
 import json
 import os
 import select
@@ -50,12 +49,24 @@ import struct
 import sys
 import time
 
-PR_SET_DUMPABLE = 4
 LENGTH = struct.Struct("!I")
 STATUS = struct.Struct("!i")
 SCRATCH = ("/tmp", "/dev/shm")  # the writable places a call may leave things in
 MARK_PREFIX = ".harness-sandbox-"
 EXIT_LAPSED = 3
+SUID_DUMPABLE = "/proc/sys/fs/suid_dumpable"
+
+
+def traceable(setting: str = SUID_DUMPABLE) -> str | None:
+    """Why a process that execs a file it cannot read would stay dumpable here, or None."""
+    try:
+        with open(setting) as file:
+            value = file.read().strip()
+    except OSError as exc:
+        return f"cannot read fs.suid_dumpable, so cannot keep commands from tracing it ({exc})"
+    if value == "1":
+        return "fs.suid_dumpable is 1 here, so commands could trace the sandbox's server"
+    return None
 
 
 def exit_code(status: int) -> int:
@@ -244,9 +255,8 @@ def main() -> None:
     channel.set_inheritable(False)
     beats, lapse, mark = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
     os.set_inheritable(beats, False)  # a command neither reads nor holds it
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        sys.exit(f"sandbox server: prctl: {os.strerror(ctypes.get_errno())}")
+    if (why := traceable()) is not None:
+        sys.exit(f"sandbox server: {why}")
     try:
         serve(channel, own_scratch(mark), Watchdog(beats, lapse))
     except (OSError, EOFError, ValueError) as exc:

@@ -36,6 +36,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -49,7 +50,15 @@ import anyio
 from anyio.abc import Process
 
 from . import _sandbox_server
-from ._limits import DEFAULT_LIMITS, Cgroup, Limits, cgroup_for, describe, tmpfs_sizes
+from ._limits import (
+    DEFAULT_LIMITS,
+    Cgroup,
+    Limits,
+    bwrap_has,
+    cgroup_for,
+    describe,
+    tmpfs_sizes,
+)
 
 __all__ = [
     "DEFAULT_LAPSE",
@@ -73,6 +82,11 @@ MODES: Final = ("workspace", "off")
 PROBE_TIMEOUT: Final = 10.0
 CHUNK: Final = 65536
 DEFAULT_LAPSE: Final = 30.0
+# Inside the sandbox, an execute-only copy of this Python's dynamic loader, through which the
+# server starts (so that it is not dumpable: `_sandbox_server`). Under /dev, which bubblewrap
+# makes and the sandbox remounts read-only.
+LOADER: Final = "/dev/.harness-sandbox-loader"
+PT_INTERP: Final = 3  # the ELF program header naming the program's interpreter
 BEAT_SECONDS: Final = 1.0  # how often harness tells its sandboxes it still answers, at most
 
 
@@ -118,12 +132,18 @@ class Sandbox:
     lapse: float = DEFAULT_LAPSE
 
     def wrap(
-        self, argv: list[str], cwd: str | None, keep: Sequence[str] = (), mark: str = ""
+        self,
+        argv: list[str],
+        cwd: str | None,
+        keep: Sequence[str] = (),
+        mark: str = "",
+        loader: int | None = None,
     ) -> list[str]:
         """`argv` as run in this sandbox with `cwd` writable (unchanged when off; None: no
         directory writable but the private ones), and the directories `keep` visible
         read-only even under the private /tmp. `mark` names a directory made first in each
-        private tmpfs (the server's proof of which mounts are its own).
+        private tmpfs (the server's proof of which mounts are its own); `loader` is a
+        descriptor whose content becomes LOADER, execute-only (the server's).
 
         WorkspaceRefused when `cwd` is a system place (`workspace_problem`)."""
         if self.mode == "off":
@@ -144,6 +164,7 @@ class Sandbox:
         return [
             bwrap,
             *("--ro-bind", "/", "/", "--dev", "/dev"),
+            *(() if loader is None else ("--perms", "0111", "--ro-bind-data", str(loader), LOADER)),
             *tmpfs_sizes(bwrap, self.limits.shm),
             *("--tmpfs", "/dev/shm", *_marked("/dev/shm", mark)),
             # /proc read-only: bubblewrap covers /proc/sys only where its own access() check
@@ -363,27 +384,61 @@ def _runtime_under_tmp() -> tuple[str, ...]:
     return (prefix,) if prefix == "/tmp" or prefix.startswith("/tmp/") else ()
 
 
+def program_interpreter(executable: str) -> str | None:
+    """The program interpreter an ELF `executable` names (PT_INTERP: its dynamic loader);
+    None for a statically linked program or one that is not ELF."""
+    with open(executable, "rb") as file:
+        head = file.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF":
+            return None
+        wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+        # ELF64 / ELF32: e_phoff, e_phentsize, e_phnum; a header's p_type, p_offset, p_filesz.
+        header, entry = ("Q14xHH", "I4xQ16xQ") if wide else ("I10xHH", "II8xI")
+        table, size, count = struct.unpack_from(order + header, head, 32 if wide else 28)
+        file.seek(table)
+        headers = file.read(size * count)
+        for start in range(0, len(headers) - size + 1, size):
+            kind, offset, length = struct.unpack_from(order + entry, headers, start)
+            if kind == PT_INTERP:
+                file.seek(offset)
+                return file.read(length).rstrip(b"\0").decode()
+    return None
+
+
+@functools.cache
+def _loader() -> str:
+    """This Python's dynamic loader; OSError (why, in one line) for a static Python."""
+    python = os.path.realpath(sys.executable)
+    loader = program_interpreter(python)
+    if loader is None:
+        raise OSError(f"{python} has no dynamic loader; the sandbox needs one to start its server")
+    return loader
+
+
 class _Server:
     """One long-lived bubblewrap running `_sandbox_server` as its PID 1: one call at a time."""
 
     def __init__(self, sandbox: Sandbox, cwd: str, directory: os.stat_result) -> None:
         self.directory = (directory.st_dev, directory.st_ino)  # the one bound writable
+        # Started through an execute-only copy of its loader: not dumpable (_sandbox_server).
+        loader = os.open(_loader(), os.O_RDONLY | os.O_CLOEXEC)
         self.channel, inside = socket.socketpair()
         beats, self.beat = os.pipe()  # harness writes while it answers: _Heartbeat
-        # The source on stdin, not in argv: `ps` shows `python -I -S - FD ...`, not the file.
+        # The source on stdin, not in argv: `ps` shows `LOADER python -I -S - FD ...`, no file.
         # The base interpreter, not a virtual environment's link to it: the server needs only
         # the standard library (-I -S), and the environment may live where the sandbox
         # cannot see it.
         mark = secrets.token_hex(16)
-        python = [os.path.realpath(sys.executable), "-I", "-S", "-"]
+        python = [LOADER, os.path.realpath(sys.executable), "-I", "-S", "-"]
         python += [str(inside.fileno()), str(beats), repr(sandbox.lapse), mark]
         # Processes and memory are capped by a cgroup the sandbox is started in (where one
         # can be made here: `harness sandbox-check` says).
         self.cgroup, _ = cgroup_for(sandbox.limits)
-        with inside, _closed(beats), _removed_on_error(self.cgroup, self.beat):
+        with inside, _closed(beats), _closed(loader), _removed_on_error(self.cgroup, self.beat):
+            argv = sandbox.wrap(python, cwd, _runtime_under_tmp(), mark, loader)
             self.process = subprocess.Popen(
-                self.cgroup.enter(sandbox.wrap(python, cwd, _runtime_under_tmp(), mark)),
-                pass_fds=(inside.fileno(), beats),
+                self.cgroup.enter(argv),
+                pass_fds=(inside.fileno(), beats, loader),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -612,7 +667,18 @@ def probe(network: bool = False) -> str | None:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = why[-1] if why else f"exit status {done.returncode}"
         return f"bwrap cannot create its namespaces here ({detail}); user namespaces may be off"
-    return None
+    return _server_problem(shutil.which("bwrap") or "bwrap")
+
+
+def _server_problem(bwrap: str) -> str | None:
+    """Why the sandbox's server could not be kept out of its commands' reach here, or None."""
+    if not bwrap_has(bwrap, "--perms"):
+        return "bubblewrap has no --perms; the sandbox needs bubblewrap 0.5 or later"
+    try:
+        _loader()
+    except OSError as exc:
+        return str(exc)
+    return _sandbox_server.traceable()
 
 
 def describe_limits(limits: Limits) -> list[str]:
