@@ -30,6 +30,9 @@ def serve(args: Namespace) -> int:
     app = App()
     app.use_sandbox(args.sandbox)
     app.check_workspace(os.getcwd())  # where the page's new sessions run their tools
+    # Plugins register their tools now, not as the first session opens: that would import
+    # them on the event loop, with every client waiting.
+    app.host.finish_loading()
     default = args.model or app.settings.model
     offered = tuple(dict.fromkeys(s for s in (default, *app.settings.models, DEMO) if s))
     web = WebRuntime(
