@@ -719,7 +719,7 @@ def test_every_connection_of_a_worker_carries_its_name(
             (list(ports),),
         ).fetchall()
     assert len(names) >= 3  # the heartbeat's, DBOS's pool and listener, the turn's writer
-    assert {name for _, name in names} == {"harness-worker named"}
+    assert {name for _, name in names} == {f"harness-worker {schema_of(url)}/named"[:63]}
 
 
 def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_path: Path) -> None:
@@ -738,7 +738,8 @@ def test_sigterm_stops_a_worker_cleanly(url: str, workers: list[Worker], tmp_pat
             f'SELECT ended IS NOT NULL FROM "{schema}".harness_workers WHERE id = %s', ("t",)
         ).fetchone()
         left = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'harness-worker t'"
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (f"harness-worker {schema}/t"[:63],),
         ).fetchone()
     assert ended == (True,) and left == (0,)
 
@@ -796,6 +797,29 @@ def test_a_worker_refuses_what_it_cannot_do(
     workers.append(Worker(url, "same", tmp_path))
     twice = run_cli("worker", "--store", url, "--sandbox", "off", "--id", "same")
     assert twice.returncode == 1 and "worker same is already running (host " in twice.stderr
+
+
+def test_workers_of_two_stores_in_one_database_may_share_a_name(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """A worker's name is its store's: another store in the same database (its own schema)
+    has a worker of the same name, both take turns, each from its own queue."""
+    with fresh_schema(server_url()) as other:
+        other_url = initialised(other)
+        try:
+            for number, store in enumerate((url, other_url)):
+                (tmp_path / str(number)).mkdir()
+                workers.append(Worker(store, "same", tmp_path / str(number)))
+            model = write_script(tmp_path / "s.json", [{"text": "Done."}])
+            for store in (url, other_url):
+                done = run_cli("submit", "--store", store, "--model", model, "--wait", "go")
+                assert done.returncode == 0, done.stderr
+        finally:
+            for worker in workers:
+                worker.stop()
+            schema = other_url.rsplit("search_path%3D", 1)[-1]
+            with psycopg.connect(server_url(), autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "dbos_{schema}" CASCADE')
 
 
 def test_serve_queue_sends_the_pages_turns_to_the_workers(

@@ -87,17 +87,19 @@ def _worker(args: Namespace, ctx: CommandContext) -> int:
             "the worker with --sandbox workspace (bubblewrap), or without --checks"
         )
     worker_id = args.id or f"{socket.gethostname()}-{os.getpid()}"
-    # Every connection of the worker names it (`application_name`), so a peer that takes it
-    # for dead can end them, and with them the locks they hold: the store's (the turns'
-    # writers), harness-worker's own and DBOS's.
-    name = _tables.app_name(worker_id)
+    with _engine.translated(url, "cannot start the worker"):
+        store = _tables.store_schema(url)
+    # Every connection of the worker names it and its store (`application_name`), so a peer
+    # that takes it for dead can end them, and with them the locks they hold: the store's
+    # (the turns' writers), harness-worker's own and DBOS's.
+    name = _tables.app_name(worker_id, store)
     named = _engine.with_application_name(url, name)
     runtime.store = runtime.open_store(named)
     _engine.store_ready(runtime.store)  # an uninitialised store: its one line, nothing made
     conn = _tables.connect(named)
     with _engine.translated(url, "cannot start the worker"):
         schema = _engine.system_schema(_tables.ensure(conn))
-        workers = _tables.Workers(conn, worker_id)
+        workers = _tables.Workers(conn, worker_id, store)
         holder = workers.claim()
     if holder is not None:
         raise CommandError(f"worker {worker_id} is already running ({holder})")

@@ -72,12 +72,23 @@ ALTER TABLE harness_tasks ADD COLUMN IF NOT EXISTS workspace_copy text;
 """
 # Two processes making the tables at once would race on the catalog: one waits here.
 _SCHEMA_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('harness-worker schema'))"
-_ID_LOCK: Final = "hashtext('harness-worker ' || %s)"
+# Advisory locks are the database's, not a schema's: the key names the store's schema too, or
+# a worker of one store would hold the name of a worker of another in the same database.
+_ID_LOCK: Final = "hashtextextended(current_schema() || '/harness-worker/' || %s, 0)"
 
 
-def app_name(worker_id: str) -> str:
-    """The `application_name` of every connection of the worker `worker_id`."""
-    return f"harness-worker {worker_id}"[:63]
+def app_name(worker_id: str, schema: str) -> str:
+    """The `application_name` of every connection of the worker `worker_id` of the store in
+    `schema`: a name is the store's (a peer ends a lapsed worker's connections by it, and
+    stores in two schemas of one database may each have a worker of that name)."""
+    return f"harness-worker {schema}/{worker_id}"[:63]
+
+
+def store_schema(url: str) -> str:
+    """The schema of the store at `url`: the first of its search path that exists."""
+    with connect(url) as conn:
+        row = conn.execute("SELECT current_schema()").fetchone()
+    return str(row[0]) if row and row[0] else "public"
 
 
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
@@ -93,7 +104,7 @@ def ensure(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
         conn.execute(_SCHEMA_LOCK)
         conn.execute(SCHEMA)
     row = conn.execute("SELECT current_schema()").fetchone()
-    return str(row[0]) if row else "public"
+    return str(row[0]) if row and row[0] else "public"
 
 
 def made(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
@@ -112,9 +123,12 @@ def exists(conn: psycopg.Connection[tuple[Any, ...]], schema: str, table: str) -
 class Workers:
     """This worker's row and lock, and what it sees of its peers."""
 
-    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]], worker_id: str) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[tuple[Any, ...]], worker_id: str, schema: str
+    ) -> None:
         self.conn = conn
         self.id = worker_id
+        self.schema = schema  # the store's, which names its workers' connections
 
     def claim(self) -> str | None:
         """Take this identity: None, or who holds it now ("host H, pid P")."""
@@ -173,8 +187,9 @@ class Workers:
         """End a silent peer's connections: the session writer lock it may hold goes with
         them, so its turn can go on elsewhere (a process that is gone has none left)."""
         self.conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            (app_name(peer),),
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND datname = current_database()",
+            (app_name(peer, self.schema),),
         )
 
     def _free(self, peer: str) -> bool:
