@@ -799,6 +799,41 @@ def test_a_worker_refuses_what_it_cannot_do(
     assert twice.returncode == 1 and "worker same is already running (host " in twice.stderr
 
 
+def test_a_worker_does_not_take_an_older_live_peer_for_dead(
+    url: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """A peer of an older harness-worker holds the lock by the key without the schema: while
+    it holds it (and beats) a newer worker leaves it be; once its process is gone, the newer
+    worker marks it ended."""
+    schema = schema_of(url)
+    workers.append(Worker(url, "new", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"}))
+    older = psycopg.connect(server_url(), autocommit=True)
+    older.execute("SELECT pg_advisory_lock(hashtext('harness-worker ' || 'old'))")
+
+    def ended() -> bool:
+        with psycopg.connect(server_url(), autocommit=True) as conn:
+            conn.execute(
+                f'INSERT INTO "{schema}".harness_workers (id, host, pid) VALUES (%s, %s, 1) '
+                "ON CONFLICT (id) DO UPDATE SET beat = now() WHERE harness_workers.ended IS NULL",
+                ("old", "elsewhere"),
+            )  # the older peer's heartbeat, kept fresh
+            row = conn.execute(
+                f'SELECT ended IS NOT NULL FROM "{schema}".harness_workers WHERE id = %s',
+                ("old",),
+            ).fetchone()
+        return bool(row and row[0])
+
+    deadline = time.monotonic() + 6  # three of the newer worker's looks at its peers
+    while time.monotonic() < deadline:
+        assert not ended(), "a live older peer was taken for dead"
+        time.sleep(0.5)
+    older.close()  # its process is gone: the server lets its lock go
+    deadline = time.monotonic() + 30
+    while not ended():
+        assert time.monotonic() < deadline, "a gone older peer was never marked ended"
+        time.sleep(0.5)
+
+
 def test_workers_of_two_stores_in_one_database_may_share_a_name(
     url: str, workers: list[Worker], tmp_path: Path
 ) -> None:

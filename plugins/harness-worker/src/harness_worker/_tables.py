@@ -75,6 +75,7 @@ _SCHEMA_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('harness-worker sch
 # Advisory locks are the database's, not a schema's: the key names the store's schema too, or
 # a worker of one store would hold the name of a worker of another in the same database.
 _ID_LOCK: Final = "hashtextextended(current_schema() || '/harness-worker/' || %s, 0)"
+_UNSCOPED_ID_LOCK: Final = "hashtext('harness-worker ' || %s)"  # what older workers hold
 
 
 def app_name(worker_id: str, schema: str) -> str:
@@ -193,11 +194,16 @@ class Workers:
         )
 
     def _free(self, peer: str) -> bool:
-        row = self.conn.execute(f"SELECT pg_try_advisory_lock({_ID_LOCK})", (peer,)).fetchone()
-        if row and row[0]:
-            self.conn.execute(f"SELECT pg_advisory_unlock({_ID_LOCK})", (peer,))
-            return True
-        return False
+        """Whether no process holds the peer's lock, by this key or by the one workers held
+        before it named the schema: a fleet upgraded one worker at a time must not take a
+        live older peer for dead (at worst an older namesake elsewhere makes it wait for the
+        peer's heartbeat to lapse)."""
+        for key in (_ID_LOCK, _UNSCOPED_ID_LOCK):
+            row = self.conn.execute(f"SELECT pg_try_advisory_lock({key})", (peer,)).fetchone()
+            if not (row and row[0]):
+                return False
+            self.conn.execute(f"SELECT pg_advisory_unlock({key})", (peer,))
+        return True
 
 
 @dataclass(frozen=True, slots=True)
