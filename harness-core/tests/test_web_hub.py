@@ -108,6 +108,33 @@ async def test_a_session_with_a_listener_is_never_evicted(harness_home: Path) ->
     await hub.aclose()
 
 
+async def test_a_session_made_for_a_request_cancelled_meanwhile_is_let_go(
+    harness_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A POST of a new session whose client goes away while the session is made: the session
+    is made to its end and its writer let go, not left held by a log nobody closes."""
+    hub = hub_for(harness_home, 4)
+    making, go_on = threading.Event(), threading.Event()
+    create = hub.runtime.create
+
+    def held_create(cwd: str | None = None) -> Any:
+        making.set()
+        go_on.wait(10)
+        return create(cwd)
+
+    monkeypatch.setattr(hub.runtime, "create", held_create)
+    request = asyncio.ensure_future(hub.create(None))
+    await asyncio.to_thread(making.wait, 10)
+    request.cancel()
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    assert Counted.made[-1].closed  # the model made for it, closed with it
+    await until(lambda: len(hub.runtime.store.list()) == 1, "the session made")
+    [made] = hub.runtime.store.list()
+    hub.runtime.store.open(made.id).close()  # its writer is free to take
+
+
 def _long_session(home: Path) -> str:
     """A 20,000-event session's id."""
     with Runtime(home).create() as log:

@@ -34,7 +34,14 @@ from typing import Any, Final
 from .. import secret
 from ..hosts import SessionSnapshot, ToolRow, TurnQueue, approval_note, one_line
 from ..hosts._present import call_label, result_suffix
-from ..log import Event, SessionLog, SessionSummary, check_title, replayed
+from ..log import (
+    Event,
+    SessionLog,
+    SessionSummary,
+    check_title,
+    in_thread_to_the_end,
+    replayed,
+)
 from ..loop import Answer, Approval, ApprovalRequest, Asker
 from ..models import Model
 from ..runtime import Runtime, SessionRuntime
@@ -222,16 +229,23 @@ class Hub:
         unset = spec is None and self.web.default_model is None
         model = None if unset else await asyncio.to_thread(self.web.make_model, spec)
         try:
-            log = await asyncio.to_thread(self.runtime.create, self.web.cwd)
+            # To its end: a request cancelled meanwhile (its client gone) must not leave the
+            # new session's writer held by a log nobody will close.
+            session_id = await in_thread_to_the_end(self._new_session)
         except BaseException:
             if model is not None:
                 await model.aclose()
             raise
-        await asyncio.to_thread(log.close)
         if model is not None:
-            live = await self.live(log.session_id)
+            live = await self.live(session_id)
             live.session.adopt(spec, model)
             live.session.default_spec = spec
+        return session_id
+
+    def _new_session(self) -> str:
+        """A new session, its writer let go again (its first turn takes it)."""
+        log = self.runtime.create(self.web.cwd)
+        log.close()
         return log.session_id
 
     async def page(self, session_id: str, *, limit: int, before: int | None) -> dict[str, Any]:
