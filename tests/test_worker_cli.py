@@ -799,6 +799,19 @@ def test_a_worker_refuses_what_it_cannot_do(
     assert twice.returncode == 1 and "worker same is already running (host " in twice.stderr
 
 
+def test_a_worker_refuses_a_name_an_older_worker_holds(url: str) -> None:
+    """An older harness-worker holds its name by the key without the schema: a newer worker
+    of that name is refused as one of this version would be."""
+    older = psycopg.connect(server_url(), autocommit=True)
+    try:
+        older.execute("SELECT pg_advisory_lock(hashtext('harness-worker ' || 'same'))")
+        twice = run_cli("worker", "--store", url, "--sandbox", "off", "--id", "same")
+    finally:
+        older.close()
+    assert twice.returncode == 1, twice.stderr
+    assert "worker same is already running (another process)" in twice.stderr
+
+
 def test_a_worker_does_not_take_an_older_live_peer_for_dead(
     url: str, workers: list[Worker], tmp_path: Path
 ) -> None:

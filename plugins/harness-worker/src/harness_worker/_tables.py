@@ -132,9 +132,9 @@ class Workers:
         self.schema = schema  # the store's, which names its workers' connections
 
     def claim(self) -> str | None:
-        """Take this identity: None, or who holds it now ("host H, pid P")."""
-        row = self.conn.execute(f"SELECT pg_try_advisory_lock({_ID_LOCK})", (self.id,)).fetchone()
-        if not (row and row[0]):
+        """Take this identity: None, or who holds it now ("host H, pid P"), by this key or by
+        the one older workers hold (`_free`)."""
+        if not self._lock(_ID_LOCK, self.id) or not self._free_by(_UNSCOPED_ID_LOCK, self.id):
             held = self.conn.execute(
                 "SELECT host, pid FROM harness_workers WHERE id = %s", (self.id,)
             ).fetchone()
@@ -198,12 +198,18 @@ class Workers:
         before it named the schema: a fleet upgraded one worker at a time must not take a
         live older peer for dead (at worst an older namesake elsewhere makes it wait for the
         peer's heartbeat to lapse)."""
-        for key in (_ID_LOCK, _UNSCOPED_ID_LOCK):
-            row = self.conn.execute(f"SELECT pg_try_advisory_lock({key})", (peer,)).fetchone()
-            if not (row and row[0]):
-                return False
-            self.conn.execute(f"SELECT pg_advisory_unlock({key})", (peer,))
+        return self._free_by(_ID_LOCK, peer) and self._free_by(_UNSCOPED_ID_LOCK, peer)
+
+    def _free_by(self, key: str, worker_id: str) -> bool:
+        if not self._lock(key, worker_id):
+            return False
+        self.conn.execute(f"SELECT pg_advisory_unlock({key})", (worker_id,))
         return True
+
+    def _lock(self, key: str, worker_id: str) -> bool:
+        """Take the advisory lock `key` of `worker_id` on this connection, if it is free."""
+        row = self.conn.execute(f"SELECT pg_try_advisory_lock({key})", (worker_id,)).fetchone()
+        return bool(row and row[0])
 
 
 @dataclass(frozen=True, slots=True)
