@@ -7,6 +7,7 @@ invariants (gapless seq, every event inside a turn, every result answering a cal
 from __future__ import annotations
 
 import json
+import secrets
 import signal
 import subprocess
 import time
@@ -802,14 +803,15 @@ def test_a_worker_refuses_what_it_cannot_do(
 def test_a_worker_refuses_a_name_an_older_worker_holds(url: str) -> None:
     """An older harness-worker holds its name by the key without the schema: a newer worker
     of that name is refused as one of this version would be."""
+    name = f"older-{secrets.token_hex(4)}"  # the old key is the database's: no other test's
     older = psycopg.connect(server_url(), autocommit=True)
     try:
-        older.execute("SELECT pg_advisory_lock(hashtext('harness-worker ' || 'same'))")
-        twice = run_cli("worker", "--store", url, "--sandbox", "off", "--id", "same")
+        older.execute("SELECT pg_advisory_lock(hashtext('harness-worker ' || %s))", (name,))
+        twice = run_cli("worker", "--store", url, "--sandbox", "off", "--id", name)
     finally:
         older.close()
     assert twice.returncode == 1, twice.stderr
-    assert "worker same is already running (another process)" in twice.stderr
+    assert f"worker {name} is already running (another process)" in twice.stderr
 
 
 def test_a_worker_does_not_take_an_older_live_peer_for_dead(
@@ -820,19 +822,20 @@ def test_a_worker_does_not_take_an_older_live_peer_for_dead(
     worker marks it ended."""
     schema = schema_of(url)
     workers.append(Worker(url, "new", tmp_path, env={"HARNESS_WORKER_LAPSE": "5"}))
+    name = f"older-{secrets.token_hex(4)}"  # the old key is the database's: no other test's
     older = psycopg.connect(server_url(), autocommit=True)
-    older.execute("SELECT pg_advisory_lock(hashtext('harness-worker ' || 'old'))")
+    older.execute("SELECT pg_advisory_lock(hashtext('harness-worker ' || %s))", (name,))
 
     def ended() -> bool:
         with psycopg.connect(server_url(), autocommit=True) as conn:
             conn.execute(
                 f'INSERT INTO "{schema}".harness_workers (id, host, pid) VALUES (%s, %s, 1) '
                 "ON CONFLICT (id) DO UPDATE SET beat = now() WHERE harness_workers.ended IS NULL",
-                ("old", "elsewhere"),
+                (name, "elsewhere"),
             )  # the older peer's heartbeat, kept fresh
             row = conn.execute(
                 f'SELECT ended IS NOT NULL FROM "{schema}".harness_workers WHERE id = %s',
-                ("old",),
+                (name,),
             ).fetchone()
         return bool(row and row[0])
 
