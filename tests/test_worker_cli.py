@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,14 +34,19 @@ from test_cli_workspace import CANARIES, PRIVATE_TMP, needs_bwrap, needs_root
 pytestmark = pytest.mark.slow  # real processes for seconds each: run first
 
 
-@pytest.fixture
-def url() -> Iterator[str]:
+@contextmanager
+def a_store() -> Iterator[str]:
     """A fresh, initialised store; DBOS's schema beside it goes with it."""
     with fresh_schema(server_url()) as fresh:
         yield initialised(fresh)
-        schema = fresh.rsplit("search_path%3D", 1)[-1]
         with psycopg.connect(server_url(), autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "dbos_{schema}" CASCADE')
+            conn.execute(f'DROP SCHEMA IF EXISTS "dbos_{schema_of(fresh)}" CASCADE')
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with a_store() as store:
+        yield store
 
 
 class Worker:
@@ -109,7 +115,7 @@ def events(url: str, session: str) -> list[dict[str, Any]]:
 
 def executor_of(url: str, session: str) -> str | None:
     """The worker running `session`'s turn, from DBOS's own table."""
-    schema = url.rsplit("search_path%3D", 1)[-1]
+    schema = schema_of(url)
     with psycopg.connect(server_url()) as conn:
         row = conn.execute(
             f'SELECT executor_id FROM "dbos_{schema}".workflow_status '
@@ -855,8 +861,7 @@ def test_workers_of_two_stores_in_one_database_may_share_a_name(
 ) -> None:
     """A worker's name is its store's: another store in the same database (its own schema)
     has a worker of the same name, both take turns, each from its own queue."""
-    with fresh_schema(server_url()) as other:
-        other_url = initialised(other)
+    with a_store() as other_url:
         try:
             for number, store in enumerate((url, other_url)):
                 (tmp_path / str(number)).mkdir()
@@ -867,10 +872,7 @@ def test_workers_of_two_stores_in_one_database_may_share_a_name(
                 assert done.returncode == 0, done.stderr
         finally:
             for worker in workers:
-                worker.stop()
-            schema = other_url.rsplit("search_path%3D", 1)[-1]
-            with psycopg.connect(server_url(), autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "dbos_{schema}" CASCADE')
+                worker.stop()  # before their store goes
 
 
 def test_serve_queue_sends_the_pages_turns_to_the_workers(
