@@ -86,9 +86,14 @@ def app_name(worker_id: str, schema: str) -> str:
 
 
 def store_schema(url: str) -> str:
-    """The schema of the store at `url`: the first of its search path that exists."""
+    """The schema of the store at `url` (a connection of its own, closed again)."""
     with connect(url) as conn:
-        row = conn.execute("SELECT current_schema()").fetchone()
+        return _current_schema(conn)
+
+
+def _current_schema(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
+    """The first schema of the connection's search path that exists."""
+    row = conn.execute("SELECT current_schema()").fetchone()
     return str(row[0]) if row and row[0] else "public"
 
 
@@ -104,8 +109,7 @@ def ensure(conn: psycopg.Connection[tuple[Any, ...]]) -> str:
     with conn.transaction():
         conn.execute(_SCHEMA_LOCK)
         conn.execute(SCHEMA)
-    row = conn.execute("SELECT current_schema()").fetchone()
-    return str(row[0]) if row and row[0] else "public"
+    return _current_schema(conn)
 
 
 def made(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
