@@ -656,7 +656,8 @@ def probe(network: bool = False) -> str | None:
     # The kernel first: where it lacks pidfd_open, installing bubblewrap would not help.
     if (missing := _no_pidfd()) is not None:
         return missing
-    if shutil.which("bwrap") is None:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     argv = Sandbox("workspace", network).wrap(["true"], None)
     try:
@@ -667,7 +668,7 @@ def probe(network: bool = False) -> str | None:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = why[-1] if why else f"exit status {done.returncode}"
         return f"bwrap cannot create its namespaces here ({detail}); user namespaces may be off"
-    return _server_problem(shutil.which("bwrap") or "bwrap")
+    return _server_problem(bwrap)
 
 
 def _server_problem(bwrap: str) -> str | None:
